@@ -1,0 +1,237 @@
+/**
+ * @module store/port
+ * The Store: the only source of truth (DESIGN.md §1). Its methods are domain verbs. Two adapters implement it
+ * (`store/sqlite`, `store/postgres`) and both pass the one contract suite in `test/contract/`.
+ *
+ * Responsibilities of a Store:
+ * - persist a task, its first event and its idempotency key in one transaction (`createTask`);
+ * - grant leases, bumping `fence` on every grant (`claimTasks`), and renew them (`renewLease`);
+ * - commit a step: checkpoint, state and exactly one event in one transaction, only while the caller's fence is
+ *   current (`commit`); hot-path commits are one round trip where the dialect allows;
+ * - keep the run-once ledger (`beginEffect`, `completeEffect`);
+ * - apply the service's cold-path transitions (input, cancellation, deadlines) atomically;
+ * - announce committed events to subscribers, never before the commit (`subscribe`).
+ *
+ * Times are epoch milliseconds passed in by the caller from its injected Clock, so both dialects agree and
+ * tests can move time.
+ */
+import type { TaskError } from '../core/errors.js';
+import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../core/task.js';
+import type { TaskState } from '../core/task-state.js';
+
+export interface StoreCapabilities {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Wake-ups cross processes by themselves (LISTEN/NOTIFY). Without it, other processes poll. */
+  readonly notify: boolean;
+  /** Claims skip rows locked by other claimers instead of waiting. */
+  readonly skipLocked: boolean;
+  /** Several processes (or machines) may share the store. */
+  readonly multiProcess: boolean;
+}
+
+export interface NewTask {
+  id: string;
+  tenant: string;
+  contextId: string;
+  type: string;
+  typeVersion: number;
+  /** Serialised and size-checked by the service. */
+  input: Json;
+  createdBy: string;
+  callbackUrl: string | null;
+  now: number;
+}
+
+export interface IdempotencyClaim {
+  /** Keys are scoped per tenant and scope (the task type for REST creates). */
+  scope: string;
+  key: string;
+  /** SHA-256 of the canonical request; a different fingerprint under the same key is IDEMPOTENCY_MISMATCH. */
+  fingerprint: string;
+  expiresAt: number;
+}
+
+export interface CreateResult {
+  task: Task;
+  /** False when an earlier request with the same idempotency key created it (a replay). */
+  created: boolean;
+}
+
+export interface TaskKind {
+  type: string;
+  version: number;
+}
+
+export interface ClaimRequest {
+  workerId: string;
+  now: number;
+  leaseMs: number;
+  limit: number;
+  /** The (type, version) pairs this worker can run; tasks of other versions are left alone. */
+  kinds: readonly TaskKind[];
+}
+
+export interface Lease {
+  taskId: string;
+  fence: number;
+  workerId: string;
+}
+
+export interface ClaimedTask {
+  task: Task;
+  lease: Lease;
+}
+
+export type CommitKind = 'progress' | 'pause' | 'complete' | 'fail' | 'retry' | 'cancel';
+
+/**
+ * One fenced step commit. The adapter writes every listed column and one event, or nothing.
+ * Conditions: `fence` still current and state `working`; unless `kind` is `cancel`, no cancellation requested;
+ * for `pause`, the question's key not answered yet (an early answer is not lost: the worker re-runs the step).
+ */
+export interface TaskCommit {
+  lease: Lease;
+  now: number;
+  kind: CommitKind;
+  state: Extract<TaskState, 'working' | 'input_required' | 'completed' | 'failed' | 'canceled'>;
+  step: number;
+  checkpoint: Json;
+  progress: Progress;
+  pendingInput: PendingInput | null;
+  result: Json;
+  /** The full artifact list when it changed, or undefined to keep the stored one. */
+  artifacts: Artifact[] | undefined;
+  error: TaskError | null;
+  /** Kept lease: the new `lease_until` (also `wake_at`). Null releases the lease. */
+  leaseUntil: number | null;
+  wakeAt: number | null;
+  /** Successful progress resets the attempt counter of the next step. */
+  resetAttempts: boolean;
+  expiresAt: number | null;
+  event: { kind: TaskEventKind; body: Record<string, Json> };
+}
+
+export type CommitOutcome =
+  | { ok: true; seq: number; version: number }
+  | { ok: false; reason: 'lease_lost' | 'cancel_requested' | 'answer_arrived' };
+
+export type BeginEffectOutcome =
+  /** No record: the caller may run the effect now (a `pending` record was written first). */
+  | { status: 'started' }
+  /** Ran before and its result was recorded: return it, do not call the effect again. */
+  | { status: 'applied'; result: Json }
+  /** Started before and never confirmed (a crash or timeout after sending): the outcome is unknown. */
+  | { status: 'uncertain'; startedAt: number }
+  | { status: 'lease_lost' }
+  | { status: 'cancel_requested' };
+
+export interface TaskListQuery {
+  tenant: string;
+  states?: readonly TaskState[];
+  type?: string;
+  createdFrom?: number;
+  createdTo?: number;
+  /** Newest first; the cursor is the last item of the previous page. */
+  after?: { createdAt: number; id: string };
+  limit: number;
+}
+
+/**
+ * A cold-path change decided by `store/transitions.ts` from the current row. The adapter writes it only if the row
+ * still has `expectVersion` (and, when given, `expectFence`), bumps `version`, and appends the event.
+ */
+export interface TaskPatch {
+  set: Partial<{
+    state: TaskState;
+    pendingInput: PendingInput | null;
+    answers: Record<string, Json>;
+    cancelRequestedAt: number | null;
+    error: TaskError | null;
+    leaseOwner: string | null;
+    leaseUntil: number | null;
+    wakeAt: number | null;
+    terminalAt: number | null;
+    expiresAt: number | null;
+  }>;
+  bumpFence: boolean;
+  event: { kind: TaskEventKind; body: Record<string, Json> } | null;
+}
+
+export type StoreNotification =
+  /** An event was committed for a task. */
+  | { type: 'event'; taskId: string; seq: number; kind: TaskEventKind }
+  /** Work may be claimable (used to cut claim latency; workers also poll). */
+  | { type: 'ready' };
+
+export interface Store {
+  readonly capabilities: StoreCapabilities;
+
+  /** The schema version this database is at. */
+  schemaVersion(): Promise<number>;
+
+  /**
+   * Persists the task, its `created` event and the idempotency key in one transaction.
+   * A replay (same scope, key and fingerprint) returns the existing task with `created: false`.
+   * @throws BelayError IDEMPOTENCY_MISMATCH when the key is taken by a different request.
+   */
+  createTask(task: NewTask, idempotency?: IdempotencyClaim): Promise<CreateResult>;
+
+  /** With `tenant`, a task of another tenant is indistinguishable from a missing one. */
+  getTask(id: string, tenant?: string): Promise<Task | null>;
+  listTasks(query: TaskListQuery): Promise<Task[]>;
+  listEvents(taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]>;
+
+  /**
+   * Leases up to `limit` claimable tasks: state submitted or working with `wake_at <= now` (new, retry due, or lease
+   * expired), of a kind the worker has. Each grant bumps `fence`, sets `lease_until = wake_at = now + leaseMs`,
+   * increments `attempts`; a submitted task becomes working with a `started` event.
+   */
+  claimTasks(request: ClaimRequest): Promise<ClaimedTask[]>;
+
+  /**
+   * Extends a lease. Failure semantics: returns `lost` once the fence moved on or the task left `working`; the
+   * holder must stop without writing. Reports a pending cancellation so the holder can abort its step.
+   */
+  renewLease(lease: Lease, now: number, leaseMs: number): Promise<{ status: 'ok' | 'lost'; cancelRequested: boolean }>;
+
+  /** Gives a lease back without progress (graceful shutdown): the task is claimable again at once. */
+  releaseLease(lease: Lease, now: number): Promise<void>;
+
+  /** The fenced step commit. See TaskCommit. */
+  commit(commit: TaskCommit): Promise<CommitOutcome>;
+
+  /**
+   * The run-once ledger's first half: look up `(taskId, key)` and, when absent, write a `pending` record — but only
+   * while the lease is current and no cancellation was requested. One round trip where the dialect allows.
+   */
+  beginEffect(lease: Lease, key: string, now: number): Promise<BeginEffectOutcome>;
+
+  /** The ledger's second half: records the effect's result. Not fenced: the downstream did apply it. */
+  completeEffect(taskId: string, key: string, result: Json, now: number): Promise<void>;
+
+  listEffects(taskId: string): Promise<SideEffectRecord[]>;
+
+  /**
+   * Reads the tenant's task, lets `decide` compute a change from it, and writes the change atomically (row locked
+   * or version-checked). `decide` may throw a BelayError to refuse, or return null to change nothing.
+   * @throws BelayError NOT_FOUND when the task does not exist for this tenant.
+   */
+  transition(id: string, tenant: string | undefined, now: number, decide: (task: Task) => TaskPatch | null): Promise<Task>;
+
+  /** Ids of waiting tasks whose input deadline has passed (for the deadline sweep). */
+  listDueDeadlines(now: number, limit: number): Promise<Array<{ id: string; tenant: string }>>;
+
+  /**
+   * Non-terminal tasks breaking the invariant "a recent lease, a future wake-up or a named input deadline":
+   * claimable for longer than `graceMs` with nobody claiming them, or with no wake-up at all.
+   */
+  findStranded(now: number, graceMs: number, limit: number): Promise<Task[]>;
+
+  /** Counts of tasks by state (operators, metrics, benchmarks). */
+  countByState(): Promise<Record<string, number>>;
+
+  /** Subscribes to committed events; returns the unsubscribe function. */
+  subscribe(listener: (n: StoreNotification) => void): () => void;
+
+  close(): Promise<void>;
+}

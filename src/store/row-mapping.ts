@@ -1,0 +1,130 @@
+/**
+ * @module store/row-mapping
+ * snake_case rows (identical column names in both dialects) to camelCase domain types. SQLite hands JSON columns
+ * back as text, PostgreSQL's jsonb as values; `json` hides the difference.
+ */
+import type { TaskError } from '../core/errors.js';
+import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../core/task.js';
+import type { TaskState } from '../core/task-state.js';
+
+export interface TaskRow {
+  id: string;
+  tenant: string;
+  context_id: string;
+  type: string;
+  type_version: number;
+  state: string;
+  step: number;
+  checkpoint: unknown;
+  input: unknown;
+  progress: unknown;
+  pending_input: unknown;
+  answers: unknown;
+  cancel_requested_at: number | null;
+  result: unknown;
+  artifacts: unknown;
+  error: unknown;
+  lease_owner: string | null;
+  lease_until: number | null;
+  fence: number;
+  version: number;
+  next_seq: number;
+  attempts: number;
+  wake_at: number | null;
+  created_at: number;
+  updated_at: number;
+  terminal_at: number | null;
+  expires_at: number | null;
+  created_by: string;
+  callback_url: string | null;
+}
+
+export function json<T = Json>(v: unknown): T {
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
+}
+
+function nullableJson<T>(v: unknown): T | null {
+  return v === null || v === undefined ? null : json<T>(v);
+}
+
+export function taskFromRow(r: TaskRow): Task {
+  return {
+    id: r.id,
+    tenant: r.tenant,
+    contextId: r.context_id,
+    type: r.type,
+    typeVersion: Number(r.type_version),
+    state: r.state as TaskState,
+    step: Number(r.step),
+    checkpoint: json(r.checkpoint),
+    input: json(r.input),
+    progress: json<Progress>(r.progress),
+    pendingInput: nullableJson<PendingInput>(r.pending_input),
+    answers: json<Record<string, Json>>(r.answers),
+    cancelRequestedAt: r.cancel_requested_at === null ? null : Number(r.cancel_requested_at),
+    result: json(r.result),
+    artifacts: json<Artifact[]>(r.artifacts),
+    error: nullableJson<TaskError>(r.error),
+    leaseOwner: r.lease_owner,
+    leaseUntil: r.lease_until === null ? null : Number(r.lease_until),
+    fence: Number(r.fence),
+    version: Number(r.version),
+    nextSeq: Number(r.next_seq),
+    attempts: Number(r.attempts),
+    wakeAt: r.wake_at === null ? null : Number(r.wake_at),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    terminalAt: r.terminal_at === null ? null : Number(r.terminal_at),
+    expiresAt: r.expires_at === null ? null : Number(r.expires_at),
+    createdBy: r.created_by,
+    callbackUrl: r.callback_url,
+  };
+}
+
+export interface EventRow {
+  task_id: string;
+  seq: number;
+  kind: string;
+  body: unknown;
+  at: number;
+}
+
+export function eventFromRow(r: EventRow): TaskEvent {
+  return { taskId: r.task_id, seq: Number(r.seq), kind: r.kind as TaskEventKind, body: json(r.body), at: Number(r.at) };
+}
+
+export interface EffectRow {
+  task_id: string;
+  effect_key: string;
+  status: string;
+  result: unknown;
+  fence: number;
+  started_at: number;
+  applied_at: number | null;
+}
+
+export function effectFromRow(r: EffectRow): SideEffectRecord {
+  return {
+    taskId: r.task_id,
+    key: r.effect_key,
+    status: r.status as SideEffectRecord['status'],
+    result: r.result === null ? null : json(r.result),
+    startedAt: Number(r.started_at),
+    appliedAt: r.applied_at === null ? null : Number(r.applied_at),
+    fence: Number(r.fence),
+  };
+}
+
+/** Column names of the patchable task fields (TaskPatch.set), shared by both dialects. */
+export const PATCH_COLUMNS = {
+  state: { column: 'state', json: false },
+  pendingInput: { column: 'pending_input', json: true },
+  answers: { column: 'answers', json: true },
+  cancelRequestedAt: { column: 'cancel_requested_at', json: false },
+  error: { column: 'error', json: true },
+  leaseOwner: { column: 'lease_owner', json: false },
+  leaseUntil: { column: 'lease_until', json: false },
+  wakeAt: { column: 'wake_at', json: false },
+  terminalAt: { column: 'terminal_at', json: false },
+  expiresAt: { column: 'expires_at', json: false },
+} as const;

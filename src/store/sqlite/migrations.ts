@@ -1,0 +1,78 @@
+import type { Migration } from '../migration.js';
+
+/** SQLite schema, forward-only. Version numbers pair with `store/postgres/migrations.ts`. */
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'init',
+    breaking: true,
+    sql: `
+CREATE TABLE belay_tasks (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  type_version INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  step INTEGER NOT NULL DEFAULT 0,
+  checkpoint TEXT NOT NULL DEFAULT 'null',
+  input TEXT NOT NULL,
+  progress TEXT NOT NULL,
+  pending_input TEXT,
+  answers TEXT NOT NULL DEFAULT '{}',
+  cancel_requested_at INTEGER,
+  result TEXT NOT NULL DEFAULT 'null',
+  artifacts TEXT NOT NULL DEFAULT '[]',
+  error TEXT,
+  lease_owner TEXT,
+  lease_until INTEGER,
+  fence INTEGER NOT NULL DEFAULT 0,
+  version INTEGER NOT NULL DEFAULT 1,
+  next_seq INTEGER NOT NULL DEFAULT 1,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  wake_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  terminal_at INTEGER,
+  expires_at INTEGER,
+  created_by TEXT NOT NULL,
+  callback_url TEXT
+) STRICT;
+-- The claim scans this partial index in wake_at order: its predicate is exactly the claim's state filter.
+CREATE INDEX belay_tasks_claim ON belay_tasks (wake_at) WHERE state IN ('submitted', 'working');
+-- Deadline sweep over paused tasks.
+CREATE INDEX belay_tasks_waiting ON belay_tasks (wake_at) WHERE state IN ('input_required', 'auth_required');
+CREATE INDEX belay_tasks_tenant_created ON belay_tasks (tenant, created_at DESC, id DESC);
+-- A rowid (AUTOINCREMENT, never reused) lets other processes poll for new events cheaply.
+CREATE TABLE belay_task_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  UNIQUE (task_id, seq)
+) STRICT;
+CREATE TABLE belay_side_effects (
+  task_id TEXT NOT NULL,
+  effect_key TEXT NOT NULL,
+  status TEXT NOT NULL,
+  result TEXT,
+  fence INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  applied_at INTEGER,
+  PRIMARY KEY (task_id, effect_key)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE belay_idempotency_keys (
+  tenant TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant, scope, key)
+) STRICT, WITHOUT ROWID;
+`,
+  },
+];

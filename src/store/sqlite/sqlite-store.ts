@@ -1,0 +1,466 @@
+/**
+ * @module store/sqlite
+ * The embedded store: one SQLite file in WAL mode through better-sqlite3.
+ *
+ * Durability: `synchronous=FULL` by default. In WAL mode NORMAL survives a process crash but can lose the last
+ * transactions on power loss; an acknowledged create or step commit must survive both, so FULL is the default.
+ * `synchronous: 'normal'` trades that for about three times the commit rate (DESIGN.md §7) and is an option.
+ *
+ * Several processes may share the file: every write runs under `BEGIN IMMEDIATE` with a busy timeout, so writers
+ * queue instead of failing. Throughput comes from concurrency inside one process (DESIGN.md §7); extra processes
+ * are for failover. Cross-process wake-ups come from polling the event table's rowid.
+ */
+import Database from 'better-sqlite3';
+import { BelayError } from '../../core/errors.js';
+import type { Json, SideEffectRecord, Task, TaskEvent } from '../../core/task.js';
+import { planMigrations, type AppliedMigration } from '../migration.js';
+import type {
+  BeginEffectOutcome,
+  ClaimRequest,
+  ClaimedTask,
+  CommitOutcome,
+  CreateResult,
+  IdempotencyClaim,
+  Lease,
+  NewTask,
+  Store,
+  StoreCapabilities,
+  StoreNotification,
+  TaskCommit,
+  TaskListQuery,
+  TaskPatch,
+} from '../port.js';
+import { PATCH_COLUMNS, effectFromRow, eventFromRow, taskFromRow, type EffectRow, type EventRow, type TaskRow } from '../row-mapping.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+
+export interface SqliteStoreOptions {
+  /** Database file path. A file (not `:memory:`) is needed for several processes. */
+  path: string;
+  synchronous?: 'full' | 'normal';
+  busyTimeoutMs?: number;
+  /** How often to look for other processes' events while someone subscribes. */
+  pollMs?: number;
+}
+
+const TERMINAL_SQL = `('completed','failed','canceled','rejected')`;
+
+function sqlJson(v: unknown): string | null {
+  return v === null || v === undefined ? null : JSON.stringify(v);
+}
+
+export class SqliteStore implements Store {
+  readonly capabilities: StoreCapabilities = { dialect: 'sqlite', notify: false, skipLocked: false, multiProcess: true };
+  private readonly db: Database.Database;
+  private readonly listeners = new Set<(n: StoreNotification) => void>();
+  private pollTimer: NodeJS.Timeout | null = null;
+  private lastEventRowId = 0;
+  private readonly pollMs: number;
+  private closed = false;
+
+  private constructor(db: Database.Database, pollMs: number) {
+    this.db = db;
+    this.pollMs = pollMs;
+  }
+
+  /** Opens (creating if needed) and migrates the database. */
+  static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
+    const db = new Database(options.path);
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    const store = new SqliteStore(db, options.pollMs ?? 100);
+    store.migrate();
+    return store;
+  }
+
+  private migrate(): void {
+    const run = this.db.transaction(() => {
+      this.db.exec(`CREATE TABLE IF NOT EXISTS belay_schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+      const applied = this.db
+        .prepare('SELECT version, breaking FROM belay_schema_migrations')
+        .all()
+        .map((r) => ({ version: Number((r as AppliedMigrationRow).version), breaking: Number((r as AppliedMigrationRow).breaking) === 1 }));
+      for (const m of planMigrations(SQLITE_MIGRATIONS, applied)) {
+        this.db.exec(m.sql);
+        this.db
+          .prepare('INSERT INTO belay_schema_migrations (version, name, breaking, applied_at) VALUES (?, ?, ?, ?)')
+          .run(m.version, m.name, m.breaking ? 1 : 0, Date.now());
+      }
+    });
+    run.immediate();
+  }
+
+  async schemaVersion(): Promise<number> {
+    const r = this.db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM belay_schema_migrations').get() as { v: number };
+    return Number(r.v);
+  }
+
+  /** Test and operator hook: applied migrations (used to check the SCHEMA_TOO_NEW guard). */
+  appliedMigrations(): AppliedMigration[] {
+    return this.db
+      .prepare('SELECT version, breaking FROM belay_schema_migrations ORDER BY version')
+      .all()
+      .map((r) => ({ version: Number((r as AppliedMigrationRow).version), breaking: Number((r as AppliedMigrationRow).breaking) === 1 }));
+  }
+
+  async createTask(task: NewTask, idem?: IdempotencyClaim): Promise<CreateResult> {
+    const tx = this.db.transaction((): CreateResult => {
+      if (idem) {
+        const existing = this.db
+          .prepare('SELECT task_id, fingerprint FROM belay_idempotency_keys WHERE tenant = ? AND scope = ? AND key = ? AND expires_at > ?')
+          .get(task.tenant, idem.scope, idem.key, task.now) as { task_id: string; fingerprint: string } | undefined;
+        if (existing) {
+          if (existing.fingerprint !== idem.fingerprint) {
+            throw new BelayError('IDEMPOTENCY_MISMATCH', 'This idempotency key was used with a different request', {
+              details: { idempotency_key: idem.key },
+            });
+          }
+          const row = this.db.prepare('SELECT * FROM belay_tasks WHERE id = ?').get(existing.task_id) as TaskRow | undefined;
+          if (row) return { task: taskFromRow(row), created: false };
+        }
+        // An expired key may be reused: it then names a new request.
+        this.db.prepare('DELETE FROM belay_idempotency_keys WHERE tenant = ? AND scope = ? AND key = ?').run(task.tenant, idem.scope, idem.key);
+      }
+      const row = this.db
+        .prepare(
+          `INSERT INTO belay_tasks (id, tenant, context_id, type, type_version, state, input, progress, version, next_seq,
+             wake_at, created_at, updated_at, created_by, callback_url)
+           VALUES (@id, @tenant, @context_id, @type, @type_version, 'submitted', @input, @progress, 1, 2,
+             @now, @now, @now, @created_by, @callback_url)
+           RETURNING *`,
+        )
+        .get({
+          id: task.id,
+          tenant: task.tenant,
+          context_id: task.contextId,
+          type: task.type,
+          type_version: task.typeVersion,
+          input: JSON.stringify(task.input),
+          progress: JSON.stringify({ current: null, total: null, message: null }),
+          now: task.now,
+          created_by: task.createdBy,
+          callback_url: task.callbackUrl,
+        }) as TaskRow;
+      this.insertEvent(task.id, 1, 'created', { state: 'submitted', type: task.type, type_version: task.typeVersion }, task.now);
+      if (idem) {
+        this.db
+          .prepare('INSERT INTO belay_idempotency_keys (tenant, scope, key, task_id, fingerprint, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+          .run(task.tenant, idem.scope, idem.key, task.id, idem.fingerprint, task.now, idem.expiresAt);
+      }
+      return { task: taskFromRow(row), created: true };
+    });
+    const result = tx.immediate();
+    if (result.created) this.emit({ type: 'event', taskId: task.id, seq: 1, kind: 'created' });
+    return result;
+  }
+
+  private insertEvent(taskId: string, seq: number, kind: string, body: Record<string, Json>, at: number): void {
+    this.db.prepare('INSERT INTO belay_task_events (task_id, seq, kind, body, at) VALUES (?, ?, ?, ?, ?)').run(taskId, seq, kind, JSON.stringify(body), at);
+  }
+
+  async getTask(id: string, tenant?: string): Promise<Task | null> {
+    const row = (
+      tenant === undefined
+        ? this.db.prepare('SELECT * FROM belay_tasks WHERE id = ?').get(id)
+        : this.db.prepare('SELECT * FROM belay_tasks WHERE id = ? AND tenant = ?').get(id, tenant)
+    ) as TaskRow | undefined;
+    return row ? taskFromRow(row) : null;
+  }
+
+  async listTasks(q: TaskListQuery): Promise<Task[]> {
+    const where = ['tenant = @tenant'];
+    const params: Record<string, unknown> = { tenant: q.tenant, limit: q.limit };
+    if (q.states && q.states.length > 0) {
+      where.push(`state IN (SELECT value FROM json_each(@states))`);
+      params.states = JSON.stringify(q.states);
+    }
+    if (q.type !== undefined) {
+      where.push('type = @type');
+      params.type = q.type;
+    }
+    if (q.createdFrom !== undefined) {
+      where.push('created_at >= @created_from');
+      params.created_from = q.createdFrom;
+    }
+    if (q.createdTo !== undefined) {
+      where.push('created_at < @created_to');
+      params.created_to = q.createdTo;
+    }
+    if (q.after) {
+      where.push('(created_at < @after_at OR (created_at = @after_at AND id < @after_id))');
+      params.after_at = q.after.createdAt;
+      params.after_id = q.after.id;
+    }
+    const rows = this.db
+      .prepare(`SELECT * FROM belay_tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT @limit`)
+      .all(params) as TaskRow[];
+    return rows.map(taskFromRow);
+  }
+
+  async listEvents(taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]> {
+    const rows = this.db
+      .prepare('SELECT task_id, seq, kind, body, at FROM belay_task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?')
+      .all(taskId, afterSeq, limit) as EventRow[];
+    return rows.map(eventFromRow);
+  }
+
+  async claimTasks(req: ClaimRequest): Promise<ClaimedTask[]> {
+    if (req.kinds.length === 0 || req.limit <= 0) return [];
+    const kinds = JSON.stringify(req.kinds.map((k) => `${k.type}@${k.version}`));
+    const started: string[] = [];
+    const tx = this.db.transaction((): ClaimedTask[] => {
+      const candidates = this.db
+        .prepare(
+          `SELECT id, state FROM belay_tasks
+            WHERE state IN ('submitted', 'working') AND wake_at <= @now
+              AND (type || '@' || type_version) IN (SELECT value FROM json_each(@kinds))
+            ORDER BY wake_at LIMIT @limit`,
+        )
+        .all({ now: req.now, kinds, limit: req.limit }) as Array<{ id: string; state: string }>;
+      const claimed: ClaimedTask[] = [];
+      const update = this.db.prepare(
+        `UPDATE belay_tasks SET fence = fence + 1, lease_owner = @worker, lease_until = @until, wake_at = @until,
+           attempts = attempts + 1, state = 'working', updated_at = @now,
+           version = version + (CASE WHEN state = 'submitted' THEN 1 ELSE 0 END),
+           next_seq = next_seq + (CASE WHEN state = 'submitted' THEN 1 ELSE 0 END)
+         WHERE id = @id RETURNING *`,
+      );
+      for (const c of candidates) {
+        const row = update.get({ id: c.id, worker: req.workerId, until: req.now + req.leaseMs, now: req.now }) as TaskRow;
+        if (c.state === 'submitted') {
+          this.insertEvent(c.id, Number(row.next_seq) - 1, 'started', { state: 'working' }, req.now);
+          started.push(`${c.id}:${Number(row.next_seq) - 1}`);
+        }
+        const task = taskFromRow(row);
+        claimed.push({ task, lease: { taskId: task.id, fence: task.fence, workerId: req.workerId } });
+      }
+      return claimed;
+    });
+    const claimed = tx.immediate();
+    for (const s of started) {
+      const [taskId, seq] = s.split(':') as [string, string];
+      this.emit({ type: 'event', taskId, seq: Number(seq), kind: 'started' });
+    }
+    return claimed;
+  }
+
+  async renewLease(lease: Lease, now: number, leaseMs: number): Promise<{ status: 'ok' | 'lost'; cancelRequested: boolean }> {
+    const row = this.db
+      .prepare(
+        `UPDATE belay_tasks SET lease_until = @until, wake_at = @until
+          WHERE id = @id AND fence = @fence AND state = 'working' RETURNING cancel_requested_at`,
+      )
+      .get({ id: lease.taskId, fence: lease.fence, until: now + leaseMs }) as { cancel_requested_at: number | null } | undefined;
+    if (!row) return { status: 'lost', cancelRequested: false };
+    return { status: 'ok', cancelRequested: row.cancel_requested_at !== null };
+  }
+
+  async releaseLease(lease: Lease, now: number): Promise<void> {
+    this.db
+      .prepare(
+        `UPDATE belay_tasks SET lease_owner = NULL, lease_until = NULL, wake_at = @now, attempts = MAX(attempts - 1, 0)
+          WHERE id = @id AND fence = @fence AND state = 'working'`,
+      )
+      .run({ id: lease.taskId, fence: lease.fence, now });
+    this.emit({ type: 'ready' });
+  }
+
+  async commit(c: TaskCommit): Promise<CommitOutcome> {
+    const terminal = c.state === 'completed' || c.state === 'failed' || c.state === 'canceled';
+    const tx = this.db.transaction((): CommitOutcome => {
+      const row = this.db
+        .prepare(
+          `UPDATE belay_tasks SET state = @state, step = @step, checkpoint = @checkpoint, progress = @progress,
+             pending_input = @pending_input, result = @result, artifacts = COALESCE(@artifacts, artifacts), error = @error,
+             lease_owner = CASE WHEN @lease_until IS NULL THEN NULL ELSE lease_owner END, lease_until = @lease_until,
+             wake_at = @wake_at, attempts = CASE WHEN @reset_attempts = 1 THEN 0 ELSE attempts END,
+             terminal_at = @terminal_at, expires_at = @expires_at,
+             version = version + 1, next_seq = next_seq + 1, updated_at = @now
+           WHERE id = @id AND fence = @fence AND state = 'working'
+             AND (@check_cancel = 0 OR cancel_requested_at IS NULL)
+             AND (@answer_key IS NULL OR json_type(answers, '$."' || @answer_key || '"') IS NULL)
+           RETURNING next_seq - 1 AS seq, version`,
+        )
+        .get({
+          id: c.lease.taskId,
+          fence: c.lease.fence,
+          state: c.state,
+          step: c.step,
+          checkpoint: JSON.stringify(c.checkpoint),
+          progress: JSON.stringify(c.progress),
+          pending_input: sqlJson(c.pendingInput),
+          result: JSON.stringify(c.result),
+          artifacts: c.artifacts === undefined ? null : JSON.stringify(c.artifacts),
+          error: sqlJson(c.error),
+          lease_until: c.leaseUntil,
+          wake_at: c.wakeAt,
+          reset_attempts: c.resetAttempts ? 1 : 0,
+          terminal_at: terminal ? c.now : null,
+          expires_at: c.expiresAt,
+          now: c.now,
+          check_cancel: c.kind === 'cancel' ? 0 : 1,
+          answer_key: c.kind === 'pause' && c.pendingInput ? c.pendingInput.key : null,
+        }) as { seq: number; version: number } | undefined;
+      if (!row) return this.diagnose(c);
+      this.insertEvent(c.lease.taskId, Number(row.seq), c.event.kind, c.event.body, c.now);
+      return { ok: true, seq: Number(row.seq), version: Number(row.version) };
+    });
+    const outcome = tx.immediate();
+    if (outcome.ok) this.emit({ type: 'event', taskId: c.lease.taskId, seq: outcome.seq, kind: c.event.kind });
+    return outcome;
+  }
+
+  /** Why a fenced commit matched no row. Runs only on the failure path. */
+  private diagnose(c: TaskCommit): CommitOutcome {
+    const r = this.db.prepare('SELECT fence, state, cancel_requested_at, answers FROM belay_tasks WHERE id = ?').get(c.lease.taskId) as
+      | { fence: number; state: string; cancel_requested_at: number | null; answers: string }
+      | undefined;
+    if (!r || Number(r.fence) !== c.lease.fence || r.state !== 'working') return { ok: false, reason: 'lease_lost' };
+    if (c.kind !== 'cancel' && r.cancel_requested_at !== null) return { ok: false, reason: 'cancel_requested' };
+    return { ok: false, reason: 'answer_arrived' };
+  }
+
+  async beginEffect(lease: Lease, key: string, now: number): Promise<BeginEffectOutcome> {
+    const tx = this.db.transaction((): BeginEffectOutcome => {
+      const existing = this.db
+        .prepare('SELECT status, result, started_at FROM belay_side_effects WHERE task_id = ? AND effect_key = ?')
+        .get(lease.taskId, key) as { status: string; result: string | null; started_at: number } | undefined;
+      if (existing?.status === 'applied') return { status: 'applied', result: existing.result === null ? null : (JSON.parse(existing.result) as Json) };
+      const t = this.db.prepare('SELECT fence, state, cancel_requested_at FROM belay_tasks WHERE id = ?').get(lease.taskId) as
+        | { fence: number; state: string; cancel_requested_at: number | null }
+        | undefined;
+      if (!t || Number(t.fence) !== lease.fence || t.state !== 'working') return { status: 'lease_lost' };
+      if (t.cancel_requested_at !== null) return { status: 'cancel_requested' };
+      if (existing) return { status: 'uncertain', startedAt: Number(existing.started_at) };
+      this.db
+        .prepare(`INSERT INTO belay_side_effects (task_id, effect_key, status, result, fence, started_at) VALUES (?, ?, 'pending', NULL, ?, ?)`)
+        .run(lease.taskId, key, lease.fence, now);
+      return { status: 'started' };
+    });
+    return tx.immediate();
+  }
+
+  async completeEffect(taskId: string, key: string, result: Json, now: number): Promise<void> {
+    this.db
+      .prepare(`UPDATE belay_side_effects SET status = 'applied', result = ?, applied_at = ? WHERE task_id = ? AND effect_key = ?`)
+      .run(JSON.stringify(result), now, taskId, key);
+  }
+
+  async listEffects(taskId: string): Promise<SideEffectRecord[]> {
+    const rows = this.db.prepare('SELECT * FROM belay_side_effects WHERE task_id = ? ORDER BY started_at, effect_key').all(taskId) as EffectRow[];
+    return rows.map(effectFromRow);
+  }
+
+  async transition(id: string, tenant: string | undefined, now: number, decide: (task: Task) => TaskPatch | null): Promise<Task> {
+    let emitted: StoreNotification | null = null;
+    const tx = this.db.transaction((): Task => {
+      const row = (
+        tenant === undefined
+          ? this.db.prepare('SELECT * FROM belay_tasks WHERE id = ?').get(id)
+          : this.db.prepare('SELECT * FROM belay_tasks WHERE id = ? AND tenant = ?').get(id, tenant)
+      ) as TaskRow | undefined;
+      if (!row) throw new BelayError('NOT_FOUND', 'No such task');
+      const task = taskFromRow(row);
+      const patch = decide(task);
+      if (!patch) return task;
+      const sets: string[] = [];
+      const params: Record<string, unknown> = { id, now, bump_fence: patch.bumpFence ? 1 : 0, has_event: patch.event ? 1 : 0 };
+      for (const [field, value] of Object.entries(patch.set)) {
+        const col = PATCH_COLUMNS[field as keyof typeof PATCH_COLUMNS];
+        sets.push(`${col.column} = @${col.column}`);
+        params[col.column] = col.json ? sqlJson(value) : value;
+      }
+      const updated = this.db
+        .prepare(
+          `UPDATE belay_tasks SET ${sets.map((s) => `${s}, `).join('')} version = version + 1, fence = fence + @bump_fence,
+             next_seq = next_seq + @has_event, updated_at = @now WHERE id = @id RETURNING *`,
+        )
+        .get(params) as TaskRow;
+      if (patch.event) {
+        this.insertEvent(id, task.nextSeq, patch.event.kind, patch.event.body, now);
+        emitted = { type: 'event', taskId: id, seq: task.nextSeq, kind: patch.event.kind };
+      }
+      return taskFromRow(updated);
+    });
+    const task = tx.immediate();
+    if (emitted) this.emit(emitted);
+    return task;
+  }
+
+  async listDueDeadlines(now: number, limit: number): Promise<Array<{ id: string; tenant: string }>> {
+    return this.db
+      .prepare(`SELECT id, tenant FROM belay_tasks WHERE state IN ('input_required', 'auth_required') AND wake_at <= ? ORDER BY wake_at LIMIT ?`)
+      .all(now, limit) as Array<{ id: string; tenant: string }>;
+  }
+
+  async findStranded(now: number, graceMs: number, limit: number): Promise<Task[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM belay_tasks WHERE state NOT IN ${TERMINAL_SQL}
+           AND (wake_at IS NULL OR (state IN ('submitted', 'working') AND wake_at < @cutoff))
+         ORDER BY created_at LIMIT @limit`,
+      )
+      .all({ cutoff: now - graceMs, limit }) as TaskRow[];
+    return rows.map(taskFromRow);
+  }
+
+  async countByState(): Promise<Record<string, number>> {
+    const rows = this.db.prepare('SELECT state, COUNT(*) AS n FROM belay_tasks GROUP BY state').all() as Array<{ state: string; n: number }>;
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  subscribe(listener: (n: StoreNotification) => void): () => void {
+    this.listeners.add(listener);
+    if (!this.pollTimer && !this.closed) {
+      const r = this.db.prepare('SELECT COALESCE(MAX(id), 0) AS m FROM belay_task_events').get() as { m: number };
+      this.lastEventRowId = Number(r.m);
+      // Other processes' commits are seen by polling; notifications are hints, so a duplicate of our own is harmless.
+      this.pollTimer = setInterval(() => this.poll(), this.pollMs);
+      this.pollTimer.unref();
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0 && this.pollTimer) {
+        clearInterval(this.pollTimer);
+        this.pollTimer = null;
+      }
+    };
+  }
+
+  private poll(): void {
+    if (this.closed) return;
+    try {
+      const rows = this.db
+        .prepare('SELECT id, task_id, seq, kind FROM belay_task_events WHERE id > ? ORDER BY id LIMIT 1000')
+        .all(this.lastEventRowId) as Array<{ id: number; task_id: string; seq: number; kind: string }>;
+      for (const r of rows) {
+        this.lastEventRowId = Number(r.id);
+        this.emit({ type: 'event', taskId: r.task_id, seq: Number(r.seq), kind: r.kind as TaskEvent['kind'] });
+      }
+    } catch {
+      // A busy database delays the hint to the next poll; nothing is lost because readers re-read the log.
+    }
+  }
+
+  private emit(n: StoreNotification): void {
+    for (const l of this.listeners) l(n);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.listeners.clear();
+    this.db.close();
+  }
+}
+
+interface AppliedMigrationRow {
+  version: number;
+  breaking: number;
+}
+
+export function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
+  return SqliteStore.open(options);
+}

@@ -1,0 +1,437 @@
+/**
+ * The one store contract suite. `test/store/sqlite.test.ts` and `test/store/postgres.test.ts` run it; a store that
+ * cannot pass a test lists it in `skip` by name with the reason, so gaps are written down and reviewed.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BelayError } from '../../src/core/errors.js';
+import { newTaskId } from '../../src/core/ids.js';
+import type { Json, Task } from '../../src/core/task.js';
+import { decideAnswer, decideCancel, decideDeadline } from '../../src/core/transitions.js';
+import type { Lease, NewTask, Store, StoreNotification, TaskCommit } from '../../src/store/port.js';
+
+export interface StoreFactory {
+  name: string;
+  /** A fresh, empty, migrated store. Two calls with the same `shared` value open the same database. */
+  open(shared?: string): Promise<Store>;
+  /** Drops what `open` created for this test. */
+  cleanup?(): Promise<void>;
+  skip?: Array<{ test: string; reason: string }>;
+}
+
+const T0 = Date.UTC(2026, 0, 1);
+const KINDS = [{ type: 'demo', version: 1 }];
+
+export function newTask(overrides: Partial<NewTask> = {}): NewTask {
+  const now = overrides.now ?? T0;
+  return {
+    id: newTaskId(now),
+    tenant: 'acme',
+    contextId: 'ctx_1',
+    type: 'demo',
+    typeVersion: 1,
+    input: { n: 1 },
+    createdBy: 'alice',
+    callbackUrl: null,
+    now,
+    ...overrides,
+  };
+}
+
+export function progressCommit(lease: Lease, task: Pick<Task, 'step'>, now: number, extra: Partial<TaskCommit> = {}): TaskCommit {
+  return {
+    lease,
+    now,
+    kind: 'progress',
+    state: 'working',
+    step: task.step + 1,
+    checkpoint: { at: task.step + 1 },
+    progress: { current: task.step + 1, total: 5, message: null },
+    pendingInput: null,
+    result: null,
+    artifacts: undefined,
+    error: null,
+    leaseUntil: now + 30_000,
+    wakeAt: now + 30_000,
+    resetAttempts: true,
+    expiresAt: null,
+    event: { kind: 'progress', body: { state: 'working', step: task.step + 1 } },
+    ...extra,
+  };
+}
+
+export function defineStoreContract(factory: StoreFactory): void {
+  const skipped = new Map((factory.skip ?? []).map((s) => [s.test, s.reason]));
+  const test = (name: string, fn: () => Promise<void>) => {
+    const reason = skipped.get(name);
+    if (reason) it.skip(`${name} (skipped: ${reason})`, fn);
+    else it(name, fn);
+  };
+
+  describe(`store contract: ${factory.name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await factory.open();
+    });
+    afterEach(async () => {
+      await store.close();
+      await factory.cleanup?.();
+    });
+
+    async function claimOne(now = T0, leaseMs = 30_000, workerId = 'w1') {
+      const claimed = await store.claimTasks({ workerId, now, leaseMs, limit: 1, kinds: KINDS });
+      expect(claimed).toHaveLength(1);
+      return claimed[0]!;
+    }
+
+    test('reports its schema version', async () => {
+      expect(await store.schemaVersion()).toBeGreaterThanOrEqual(1);
+    });
+
+    test('creates a task with its created event', async () => {
+      const { task, created } = await store.createTask(newTask());
+      expect(created).toBe(true);
+      expect(task).toMatchObject({ state: 'submitted', version: 1, nextSeq: 2, fence: 0, step: 0, input: { n: 1 }, wakeAt: T0 });
+      const events = await store.listEvents(task.id, 0, 10);
+      expect(events.map((e) => [e.seq, e.kind])).toEqual([[1, 'created']]);
+      expect(events[0]!.body).toMatchObject({ state: 'submitted' });
+    });
+
+    test('idempotent create: same key and fingerprint replays, different fingerprint is refused', async () => {
+      const idem = { scope: 'demo', key: 'k1', fingerprint: 'f1', expiresAt: T0 + 86_400_000 };
+      const first = await store.createTask(newTask(), idem);
+      const replay = await store.createTask(newTask(), idem);
+      expect(replay.created).toBe(false);
+      expect(replay.task.id).toBe(first.task.id);
+      await expect(store.createTask(newTask(), { ...idem, fingerprint: 'f2' })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+      // Scoped per tenant: another tenant's identical key is a different request.
+      const other = await store.createTask(newTask({ tenant: 'globex' }), idem);
+      expect(other.created).toBe(true);
+      expect((await store.countByState()).submitted).toBe(2);
+    });
+
+    test('an expired idempotency key names a new request', async () => {
+      const idem = { scope: 'demo', key: 'k1', fingerprint: 'f1', expiresAt: T0 + 1000 };
+      const first = await store.createTask(newTask(), idem);
+      const later = await store.createTask(newTask({ now: T0 + 2000 }), { ...idem, fingerprint: 'f2', expiresAt: T0 + 90_000 });
+      expect(later.created).toBe(true);
+      expect(later.task.id).not.toBe(first.task.id);
+    });
+
+    test('concurrent creates with one key make one task', async () => {
+      const idem = { scope: 'demo', key: 'same', fingerprint: 'f', expiresAt: T0 + 86_400_000 };
+      const results = await Promise.all(Array.from({ length: 8 }, () => store.createTask(newTask(), idem)));
+      expect(new Set(results.map((r) => r.task.id)).size).toBe(1);
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+    });
+
+    test('a foreign tenant sees nothing', async () => {
+      const { task } = await store.createTask(newTask());
+      expect(await store.getTask(task.id, 'globex')).toBeNull();
+      expect(await store.getTask(task.id, 'acme')).not.toBeNull();
+      expect(await store.listTasks({ tenant: 'globex', limit: 10 })).toEqual([]);
+      await expect(store.transition(task.id, 'globex', T0, (t) => decideCancel(t, T0).patch)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect((await store.getTask(task.id))!.state).toBe('submitted');
+    });
+
+    test('lists newest first with filters and a cursor', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await store.createTask(newTask({ now: T0 + i, type: i % 2 ? 'odd' : 'demo' }))).task.id);
+      const page1 = await store.listTasks({ tenant: 'acme', limit: 2 });
+      expect(page1.map((t) => t.id)).toEqual([ids[4], ids[3]]);
+      const last = page1[1]!;
+      const page2 = await store.listTasks({ tenant: 'acme', limit: 2, after: { createdAt: last.createdAt, id: last.id } });
+      expect(page2.map((t) => t.id)).toEqual([ids[2], ids[1]]);
+      expect((await store.listTasks({ tenant: 'acme', limit: 10, type: 'odd' })).map((t) => t.id)).toEqual([ids[3], ids[1]]);
+      expect(await store.listTasks({ tenant: 'acme', limit: 10, states: ['completed'] })).toEqual([]);
+      expect(await store.listTasks({ tenant: 'acme', limit: 10, createdFrom: T0 + 1, createdTo: T0 + 3 })).toHaveLength(2);
+    });
+
+    test('claim grants a lease, bumps the fence and starts the task once', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: claimed, lease } = await claimOne();
+      expect(claimed.id).toBe(task.id);
+      expect(lease.fence).toBe(1);
+      expect(claimed).toMatchObject({ state: 'working', leaseOwner: 'w1', leaseUntil: T0 + 30_000, wakeAt: T0 + 30_000, attempts: 1, version: 2 });
+      expect(await store.claimTasks({ workerId: 'w2', now: T0 + 1000, leaseMs: 30_000, limit: 5, kinds: KINDS })).toEqual([]);
+      const events = await store.listEvents(task.id, 0, 10);
+      expect(events.map((e) => e.kind)).toEqual(['created', 'started']);
+    });
+
+    test('concurrent claimers never share a task', async () => {
+      for (let i = 0; i < 20; i++) await store.createTask(newTask({ now: T0 + i }));
+      const batches = await Promise.all(
+        Array.from({ length: 6 }, (_, w) => store.claimTasks({ workerId: `w${w}`, now: T0 + 100, leaseMs: 30_000, limit: 5, kinds: KINDS })),
+      );
+      const ids = batches.flat().map((c) => c.task.id);
+      expect(ids).toHaveLength(20);
+      expect(new Set(ids).size).toBe(20);
+    });
+
+    test('claim honours task kinds and versions, and wake_at', async () => {
+      await store.createTask(newTask({ typeVersion: 2 }));
+      await store.createTask(newTask({ type: 'other' }));
+      await store.createTask(newTask({ now: T0 + 5000 }));
+      expect(await store.claimTasks({ workerId: 'w', now: T0, leaseMs: 1000, limit: 10, kinds: KINDS })).toEqual([]);
+      expect(await store.claimTasks({ workerId: 'w', now: T0 + 5000, leaseMs: 1000, limit: 10, kinds: KINDS })).toHaveLength(1);
+      const v2 = await store.claimTasks({ workerId: 'w', now: T0, leaseMs: 1000, limit: 10, kinds: [{ type: 'demo', version: 2 }] });
+      expect(v2.map((c) => c.task.typeVersion)).toEqual([2]);
+    });
+
+    test('an expired lease is claimed again with a higher fence and the stale holder is fenced out', async () => {
+      const { task } = await store.createTask(newTask());
+      const first = await claimOne(T0, 1000, 'w1');
+      expect(await store.claimTasks({ workerId: 'w2', now: T0 + 999, leaseMs: 1000, limit: 1, kinds: KINDS })).toEqual([]);
+      const second = await claimOne(T0 + 1000, 1000, 'w2');
+      expect(second.lease.fence).toBe(first.lease.fence + 1);
+      expect(second.task.attempts).toBe(2);
+      expect(await store.commit(progressCommit(first.lease, first.task, T0 + 1001))).toEqual({ ok: false, reason: 'lease_lost' });
+      expect((await store.renewLease(first.lease, T0 + 1001, 1000)).status).toBe('lost');
+      expect(await store.beginEffect(first.lease, 'e1', T0 + 1001)).toEqual({ status: 'lease_lost' });
+      const ok = await store.commit(progressCommit(second.lease, second.task, T0 + 1002));
+      expect(ok).toMatchObject({ ok: true, seq: 3 });
+      expect((await store.getTask(task.id))!.step).toBe(1);
+    });
+
+    test('renewal extends the lease and reports a cancellation request', async () => {
+      await store.createTask(newTask());
+      const { task, lease } = await claimOne(T0, 1000);
+      expect(await store.renewLease(lease, T0 + 500, 1000)).toEqual({ status: 'ok', cancelRequested: false });
+      expect(await store.claimTasks({ workerId: 'w2', now: T0 + 1200, leaseMs: 1000, limit: 1, kinds: KINDS })).toEqual([]);
+      await store.transition(task.id, 'acme', T0 + 1300, (t) => decideCancel(t, T0 + 1300).patch);
+      expect(await store.renewLease(lease, T0 + 1400, 1000)).toEqual({ status: 'ok', cancelRequested: true });
+    });
+
+    test('step commits write checkpoint, state and one event with gapless sequence numbers', async () => {
+      const { task } = await store.createTask(newTask());
+      let { task: t, lease } = await claimOne();
+      for (let i = 0; i < 3; i++) {
+        const out = await store.commit(progressCommit(lease, t, T0 + i + 1));
+        expect(out.ok).toBe(true);
+        t = (await store.getTask(task.id))!;
+      }
+      expect(t).toMatchObject({ step: 3, checkpoint: { at: 3 }, progress: { current: 3, total: 5 }, version: 5, attempts: 0 });
+      const done = await store.commit({
+        ...progressCommit(lease, t, T0 + 10),
+        kind: 'complete',
+        state: 'completed',
+        result: { ok: true },
+        artifacts: [{ artifactId: 'a1', name: 'report', mediaType: 'application/json', data: { lines: 1 } }],
+        leaseUntil: null,
+        wakeAt: null,
+        expiresAt: T0 + 999_999,
+        event: { kind: 'completed', body: { state: 'completed' } },
+      });
+      expect(done.ok).toBe(true);
+      const final = (await store.getTask(task.id))!;
+      expect(final).toMatchObject({ state: 'completed', leaseOwner: null, leaseUntil: null, wakeAt: null, terminalAt: T0 + 10, result: { ok: true } });
+      expect(final.artifacts).toHaveLength(1);
+      const seqs = (await store.listEvents(task.id, 0, 100)).map((e) => e.seq);
+      expect(seqs).toEqual([1, 2, 3, 4, 5, 6]);
+      expect((await store.listEvents(task.id, 4, 100)).map((e) => e.seq)).toEqual([5, 6]);
+      // Terminal is absorbing: even the current fence cannot write again.
+      expect(await store.commit(progressCommit(lease, final, T0 + 11))).toEqual({ ok: false, reason: 'lease_lost' });
+    });
+
+    test('a pause releases the lease, and an answer already given makes the pause commit fail', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      const pending = { key: 'approve', question: 'OK?', schema: { type: 'boolean' }, deadlineAt: T0 + 60_000, onDeadline: 'fail' as const, askedAt: T0 };
+      // An early answer arrives while the step is still running.
+      await store.transition(task.id, 'acme', T0 + 1, (cur) => decideAnswer(cur, { expectedVersion: cur.version, key: 'approve', answer: true, now: T0 + 1 }));
+      const pause: TaskCommit = {
+        ...progressCommit(lease, t, T0 + 2),
+        kind: 'pause',
+        state: 'input_required',
+        step: t.step,
+        pendingInput: pending,
+        leaseUntil: null,
+        wakeAt: pending.deadlineAt,
+        event: { kind: 'input_required', body: { state: 'input_required' } },
+      };
+      expect(await store.commit(pause)).toEqual({ ok: false, reason: 'answer_arrived' });
+      const again = (await store.getTask(task.id))!;
+      expect(again.answers).toEqual({ approve: true });
+      // Another key pauses normally and releases the lease.
+      const out = await store.commit({ ...pause, pendingInput: { ...pending, key: 'second' } });
+      expect(out.ok).toBe(true);
+      const paused = (await store.getTask(task.id))!;
+      expect(paused).toMatchObject({ state: 'input_required', leaseOwner: null, leaseUntil: null, wakeAt: T0 + 60_000 });
+      expect(paused.pendingInput?.key).toBe('second');
+      expect(await store.claimTasks({ workerId: 'w2', now: T0 + 70_000, leaseMs: 1000, limit: 1, kinds: KINDS })).toEqual([]);
+    });
+
+    test('answering resumes a paused task once; stale versions and late answers change nothing', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      const pending = { key: 'approve', question: 'OK?', schema: { type: 'boolean' }, deadlineAt: T0 + 60_000, onDeadline: 'fail' as const, askedAt: T0 };
+      await store.commit({
+        ...progressCommit(lease, t, T0 + 1),
+        kind: 'pause',
+        state: 'input_required',
+        step: 0,
+        pendingInput: pending,
+        leaseUntil: null,
+        wakeAt: pending.deadlineAt,
+        event: { kind: 'input_required', body: { state: 'input_required' } },
+      });
+      const paused = (await store.getTask(task.id))!;
+      const answer = (version: number, now: number, value: Json = true) => store.transition(task.id, 'acme', now, (cur) => decideAnswer(cur, { expectedVersion: version, answer: value, now }));
+      await expect(answer(paused.version - 1, T0 + 2)).rejects.toMatchObject({ code: 'STALE_VERSION' });
+      await expect(answer(paused.version, T0 + 60_000)).rejects.toMatchObject({ code: 'INPUT_DEADLINE_PASSED' });
+      expect((await store.getTask(task.id))!.version).toBe(paused.version);
+      const resumed = await answer(paused.version, T0 + 3);
+      expect(resumed).toMatchObject({ state: 'working', pendingInput: null, answers: { approve: true }, wakeAt: T0 + 3, version: paused.version + 1 });
+      await expect(answer(paused.version, T0 + 4)).rejects.toBeInstanceOf(BelayError);
+      const again = await store.claimTasks({ workerId: 'w2', now: T0 + 4, leaseMs: 1000, limit: 1, kinds: KINDS });
+      expect(again.map((c) => c.task.answers)).toEqual([{ approve: true }]);
+    });
+
+    test('an unanswered question expires at its deadline', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      await store.commit({
+        ...progressCommit(lease, t, T0 + 1),
+        kind: 'pause',
+        state: 'input_required',
+        step: 0,
+        pendingInput: { key: 'q', question: '?', schema: {}, deadlineAt: T0 + 5000, onDeadline: 'cancel', askedAt: T0 },
+        leaseUntil: null,
+        wakeAt: T0 + 5000,
+        event: { kind: 'input_required', body: { state: 'input_required' } },
+      });
+      expect(await store.listDueDeadlines(T0 + 4999, 10)).toEqual([]);
+      expect(await store.listDueDeadlines(T0 + 5000, 10)).toEqual([{ id: task.id, tenant: 'acme' }]);
+      const expired = await store.transition(task.id, undefined, T0 + 5000, (cur) => decideDeadline(cur, T0 + 5000));
+      expect(expired).toMatchObject({ state: 'canceled', error: { code: 'INPUT_DEADLINE_EXPIRED' }, terminalAt: T0 + 5000 });
+      expect((await store.listEvents(task.id, 0, 10)).at(-1)!.kind).toBe('canceled');
+    });
+
+    test('cancel before start cancels at once and fences', async () => {
+      const { task } = await store.createTask(newTask());
+      const out = await store.transition(task.id, 'acme', T0 + 1, (t) => decideCancel(t, T0 + 1).patch);
+      expect(out).toMatchObject({ state: 'canceled', fence: 1, cancelRequestedAt: T0 + 1 });
+      expect(await store.claimTasks({ workerId: 'w', now: T0 + 2, leaseMs: 1000, limit: 1, kinds: KINDS })).toEqual([]);
+    });
+
+    test('cancel of a leased task is a request; the holder cannot commit progress but can commit canceled', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      const requested = await store.transition(task.id, 'acme', T0 + 1, (cur) => decideCancel(cur, T0 + 1).patch);
+      expect(requested).toMatchObject({ state: 'working', cancelRequestedAt: T0 + 1 });
+      expect(await store.commit(progressCommit(lease, t, T0 + 2))).toEqual({ ok: false, reason: 'cancel_requested' });
+      expect(await store.beginEffect(lease, 'e', T0 + 2)).toEqual({ status: 'cancel_requested' });
+      const out = await store.commit({
+        ...progressCommit(lease, t, T0 + 3),
+        kind: 'cancel',
+        state: 'canceled',
+        step: t.step,
+        leaseUntil: null,
+        wakeAt: null,
+        event: { kind: 'canceled', body: { state: 'canceled' } },
+      });
+      expect(out.ok).toBe(true);
+      expect((await store.getTask(task.id))!.state).toBe('canceled');
+    });
+
+    test('completion committed first stays completed when cancellation comes later', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      await store.commit({ ...progressCommit(lease, t, T0 + 1), kind: 'complete', state: 'completed', leaseUntil: null, wakeAt: null, event: { kind: 'completed', body: { state: 'completed' } } });
+      let outcome = '';
+      const after = await store.transition(task.id, 'acme', T0 + 2, (cur) => {
+        const d = decideCancel(cur, T0 + 2);
+        outcome = d.outcome;
+        return d.patch;
+      });
+      expect(outcome).toBe('already_terminal');
+      expect(after.state).toBe('completed');
+    });
+
+    test('the run-once ledger: begin, complete, replay, uncertain', async () => {
+      const { task } = await store.createTask(newTask());
+      const { lease } = await claimOne(T0, 1000);
+      expect(await store.beginEffect(lease, 'send', T0)).toEqual({ status: 'started' });
+      await store.completeEffect(task.id, 'send', { id: 'msg_1' }, T0 + 1);
+      expect(await store.beginEffect(lease, 'send', T0 + 2)).toEqual({ status: 'applied', result: { id: 'msg_1' } });
+      expect(await store.beginEffect(lease, 'charge', T0 + 3)).toEqual({ status: 'started' });
+      // The holder dies between sending and recording: the next holder finds the effect uncertain.
+      const next = await claimOne(T0 + 1000, 1000, 'w2');
+      expect(await store.beginEffect(next.lease, 'charge', T0 + 1001)).toEqual({ status: 'uncertain', startedAt: T0 + 3 });
+      // Applied results are returned even to a stale holder: the truth about the downstream does not depend on the lease.
+      expect(await store.beginEffect(lease, 'send', T0 + 1002)).toEqual({ status: 'applied', result: { id: 'msg_1' } });
+      const effects = await store.listEffects(task.id);
+      expect(effects.map((e) => [e.key, e.status])).toEqual([
+        ['send', 'applied'],
+        ['charge', 'pending'],
+      ]);
+    });
+
+    test('retry releases the lease until wake_at', async () => {
+      await store.createTask(newTask());
+      const { task: t, lease } = await claimOne(T0, 1000);
+      const out = await store.commit({
+        ...progressCommit(lease, t, T0 + 1),
+        kind: 'retry',
+        step: t.step,
+        resetAttempts: false,
+        leaseUntil: null,
+        wakeAt: T0 + 5000,
+        error: { code: 'STEP_FAILED', message: 'boom', owner: 'worker', retryable: true },
+        event: { kind: 'retry_scheduled', body: { state: 'working' } },
+      });
+      expect(out.ok).toBe(true);
+      expect(await store.claimTasks({ workerId: 'w', now: T0 + 4999, leaseMs: 1000, limit: 1, kinds: KINDS })).toEqual([]);
+      const again = await store.claimTasks({ workerId: 'w', now: T0 + 5000, leaseMs: 1000, limit: 1, kinds: KINDS });
+      expect(again[0]!.task.attempts).toBe(2);
+    });
+
+    test('release gives the task back without counting an attempt', async () => {
+      await store.createTask(newTask());
+      const { lease } = await claimOne(T0, 30_000);
+      await store.releaseLease(lease, T0 + 1);
+      const again = await store.claimTasks({ workerId: 'w2', now: T0 + 1, leaseMs: 1000, limit: 1, kinds: KINDS });
+      expect(again[0]!.task.attempts).toBe(1);
+      expect(again[0]!.lease.fence).toBe(2);
+    });
+
+    test('stranded tasks: claimable long past their wake-up', async () => {
+      const { task } = await store.createTask(newTask());
+      expect(await store.findStranded(T0 + 1000, 60_000, 10)).toEqual([]);
+      expect((await store.findStranded(T0 + 61_000, 60_000, 10)).map((t) => t.id)).toEqual([task.id]);
+      await claimOne(T0 + 61_000);
+      expect(await store.findStranded(T0 + 62_000, 60_000, 10)).toEqual([]);
+    });
+
+    test('subscribers hear committed events', async () => {
+      const heard: StoreNotification[] = [];
+      const off = store.subscribe((n) => heard.push(n));
+      const { task } = await store.createTask(newTask());
+      await claimOne();
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline && !heard.some((n) => n.type === 'event' && n.taskId === task.id && n.kind === 'started')) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      off();
+      expect(heard.some((n) => n.type === 'event' && n.taskId === task.id && n.kind === 'created')).toBe(true);
+      expect(heard.some((n) => n.type === 'event' && n.taskId === task.id && n.kind === 'started')).toBe(true);
+    });
+
+    test('a second connection to the same database sees commits and hears them', async () => {
+      const a = await factory.open('shared');
+      const b = await factory.open('shared');
+      try {
+        const heard: StoreNotification[] = [];
+        const off = b.subscribe((n) => heard.push(n));
+        const { task } = await a.createTask(newTask());
+        expect((await b.getTask(task.id))!.id).toBe(task.id);
+        const deadline = Date.now() + 5000;
+        while (Date.now() < deadline && !heard.some((n) => n.type === 'event' && n.taskId === task.id)) await new Promise((r) => setTimeout(r, 20));
+        off();
+        expect(heard.some((n) => n.type === 'event' && n.taskId === task.id && n.kind === 'created')).toBe(true);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,1 @@
+export { FakeClock } from '../../src/testing/fake-clock.js';
