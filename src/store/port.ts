@@ -105,7 +105,7 @@ export interface TaskCommit {
   /** Kept lease: the new `lease_until` (also `wake_at`). Null releases the lease. */
   leaseUntil: number | null;
   wakeAt: number | null;
-  /** Successful progress resets the attempt counter of the next step. */
+  /** Successful progress starts the next step's first attempt under the kept lease (attempts = 1). */
   resetAttempts: boolean;
   expiresAt: number | null;
   event: { kind: TaskEventKind; body: Record<string, Json> };

@@ -209,7 +209,7 @@ export function defineStoreContract(factory: StoreFactory): void {
         expect(out.ok).toBe(true);
         t = (await store.getTask(task.id))!;
       }
-      expect(t).toMatchObject({ step: 3, checkpoint: { at: 3 }, progress: { current: 3, total: 5 }, version: 5, attempts: 0 });
+      expect(t).toMatchObject({ step: 3, checkpoint: { at: 3 }, progress: { current: 3, total: 5 }, version: 5, attempts: 1 });
       const done = await store.commit({
         ...progressCommit(lease, t, T0 + 10),
         kind: 'complete',

@@ -274,7 +274,7 @@ export class SqliteStore implements Store {
           `UPDATE belay_tasks SET state = @state, step = @step, checkpoint = @checkpoint, progress = @progress,
              pending_input = @pending_input, result = @result, artifacts = COALESCE(@artifacts, artifacts), error = @error,
              lease_owner = CASE WHEN @lease_until IS NULL THEN NULL ELSE lease_owner END, lease_until = @lease_until,
-             wake_at = @wake_at, attempts = CASE WHEN @reset_attempts = 1 THEN 0 ELSE attempts END,
+             wake_at = @wake_at, attempts = CASE WHEN @reset_attempts = 1 THEN 1 ELSE attempts END,
              terminal_at = @terminal_at, expires_at = @expires_at,
              version = version + 1, next_seq = next_seq + 1, updated_at = @now
            WHERE id = @id AND fence = @fence AND state = 'working'

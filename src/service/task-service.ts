@@ -1,0 +1,211 @@
+/**
+ * @module service/task-service
+ * The only API the fronts (REST, A2A, MCP, CLI, dashboard) call. It authorises by tenant, validates and bounds
+ * input before anything is persisted, applies idempotency, and drives the cold-path transitions. It holds no task
+ * state: every call reads or writes the store.
+ */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Clock } from '../core/clock.js';
+import { BelayError } from '../core/errors.js';
+import { newId, newTaskId } from '../core/ids.js';
+import { DEFAULT_JSON_LIMITS, serializeJson, type JsonLimits } from '../core/limits.js';
+import type { Json, SideEffectRecord, Task, TaskEvent } from '../core/task.js';
+import type { TaskState } from '../core/task-state.js';
+import { decideAnswer, decideCancel, type CancelOutcome } from '../core/transitions.js';
+import type { Store } from '../store/port.js';
+import type { TaskTypeRegistry } from '../runtime/task-type.js';
+import { fingerprint } from './canonical-json.js';
+
+/** Who is calling: every read and write is scoped to the tenant. */
+export interface Principal {
+  tenant: string;
+  principal: string;
+}
+
+export interface CreateTaskRequest {
+  type: string;
+  input: unknown;
+  callbackUrl?: string | null;
+  contextId?: string;
+  /** When given, a retry with the same key and request returns the same task. */
+  idempotencyKey?: string;
+}
+
+export interface ListTasksRequest {
+  states?: TaskState[];
+  type?: string;
+  createdFrom?: number;
+  createdTo?: number;
+  cursor?: string;
+  limit?: number;
+}
+
+export interface TaskServiceOptions {
+  store: Store;
+  registry: TaskTypeRegistry;
+  clock: Clock;
+  limits?: JsonLimits;
+  /** How long an idempotency key is remembered (published; at least 24 h). */
+  idempotencyTtlMs?: number;
+}
+
+export const DEFAULT_IDEMPOTENCY_TTL_MS = 7 * 24 * 3600_000;
+const MAX_PAGE = 100;
+
+export class TaskService {
+  readonly store: Store;
+  readonly registry: TaskTypeRegistry;
+  readonly clock: Clock;
+  private readonly limits: JsonLimits;
+  private readonly idempotencyTtlMs: number;
+  private readonly ajv = new Ajv2020({ allErrors: true, strict: false });
+  private readonly validators = new Map<string, ValidateFunction>();
+
+  constructor(options: TaskServiceOptions) {
+    this.store = options.store;
+    this.registry = options.registry;
+    this.clock = options.clock;
+    this.limits = options.limits ?? DEFAULT_JSON_LIMITS;
+    this.idempotencyTtlMs = options.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS;
+  }
+
+  /**
+   * Validates, then commits the task, its first event and its idempotency key in one transaction before anything
+   * is dispatched. Returns `created: false` for a replay of an earlier identical request.
+   * @throws BelayError UNKNOWN_TASK_TYPE | VALIDATION | PAYLOAD_TOO_LARGE | PAYLOAD_TOO_DEEP | INVALID_JSON | IDEMPOTENCY_MISMATCH
+   */
+  async createTask(who: Principal, req: CreateTaskRequest): Promise<{ task: Task; created: boolean }> {
+    serializeJson(req.input, 'input', this.limits);
+    const type = this.registry.latest(req.type);
+    const parsed = type.input.safeParse(req.input ?? {});
+    if (!parsed.success) {
+      throw new BelayError('VALIDATION', `Input does not match the "${type.name}" schema`, {
+        details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
+      });
+    }
+    const input = parsed.data as Json;
+    serializeJson(input, 'input', this.limits);
+    if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > 255)) {
+      throw new BelayError('VALIDATION', 'An idempotency key is 1-255 characters');
+    }
+    const now = this.clock.now();
+    const id = newTaskId(now);
+    return this.store.createTask(
+      {
+        id,
+        tenant: who.tenant,
+        contextId: req.contextId ?? newId('ctx'),
+        type: type.name,
+        typeVersion: type.version,
+        input,
+        createdBy: who.principal,
+        callbackUrl: req.callbackUrl ?? null,
+        now,
+      },
+      req.idempotencyKey === undefined
+        ? undefined
+        : {
+            scope: type.name,
+            key: req.idempotencyKey,
+            fingerprint: fingerprint({ type: req.type, input: req.input ?? {}, callback_url: req.callbackUrl ?? null, context_id: req.contextId ?? null }),
+            expiresAt: now + this.idempotencyTtlMs,
+          },
+    );
+  }
+
+  /** @throws BelayError NOT_FOUND (also for another tenant's task) */
+  async getTask(who: Principal, id: string): Promise<Task> {
+    const task = await this.store.getTask(id, who.tenant);
+    if (!task) throw new BelayError('NOT_FOUND', 'No such task');
+    return task;
+  }
+
+  async listTasks(who: Principal, req: ListTasksRequest = {}): Promise<{ tasks: Task[]; nextCursor: string | null }> {
+    const limit = Math.min(Math.max(1, req.limit ?? 20), MAX_PAGE);
+    const tasks = await this.store.listTasks({
+      tenant: who.tenant,
+      ...(req.states ? { states: req.states } : {}),
+      ...(req.type ? { type: req.type } : {}),
+      ...(req.createdFrom !== undefined ? { createdFrom: req.createdFrom } : {}),
+      ...(req.createdTo !== undefined ? { createdTo: req.createdTo } : {}),
+      ...(req.cursor ? { after: decodeCursor(req.cursor) } : {}),
+      limit: limit + 1,
+    });
+    const page = tasks.slice(0, limit);
+    const last = page.at(-1);
+    return { tasks: page, nextCursor: tasks.length > limit && last ? encodeCursor(last) : null };
+  }
+
+  async listEvents(who: Principal, id: string, afterSeq = 0, limit = 100): Promise<TaskEvent[]> {
+    await this.getTask(who, id);
+    return this.store.listEvents(id, afterSeq, Math.min(Math.max(1, limit), 1000));
+  }
+
+  async listEffects(who: Principal, id: string): Promise<SideEffectRecord[]> {
+    await this.getTask(who, id);
+    return this.store.listEffects(id);
+  }
+
+  /**
+   * Delivers an answer: checked against the question's JSON Schema and the task's version, before the deadline.
+   * @throws BelayError NOT_FOUND | STALE_VERSION | NOT_WAITING_FOR_INPUT | INPUT_DEADLINE_PASSED | VALIDATION
+   */
+  async answer(who: Principal, id: string, req: { version: number; answer: unknown; key?: string }): Promise<Task> {
+    serializeJson(req.answer, 'answer', this.limits);
+    const now = this.clock.now();
+    return this.store.transition(id, who.tenant, now, (task) => {
+      const pending = task.pendingInput;
+      if (pending && (req.key === undefined || req.key === pending.key) && task.version === req.version) this.checkAnswer(pending.schema, req.answer);
+      return decideAnswer(task, { expectedVersion: req.version, ...(req.key === undefined ? {} : { key: req.key }), answer: req.answer as Json, now });
+    });
+  }
+
+  /** Requests cancellation; idempotent. See `decideCancel` for the race outcomes. */
+  async cancel(who: Principal, id: string, reason?: string): Promise<{ task: Task; outcome: CancelOutcome }> {
+    let outcome: CancelOutcome = 'already_terminal';
+    const task = await this.store.transition(id, who.tenant, this.clock.now(), (t) => {
+      const d = decideCancel(t, this.clock.now(), reason);
+      outcome = d.outcome;
+      return d.patch;
+    });
+    return { task, outcome };
+  }
+
+  /** @throws BelayError RESULT_NOT_READY while the task has not finished */
+  async getResult(who: Principal, id: string): Promise<Task> {
+    const task = await this.getTask(who, id);
+    if (!['completed', 'failed', 'canceled', 'rejected'].includes(task.state)) {
+      throw new BelayError('RESULT_NOT_READY', `The task is ${task.state}`, { details: { state: task.state } });
+    }
+    return task;
+  }
+
+  private checkAnswer(schema: Record<string, unknown>, answer: unknown): void {
+    const key = JSON.stringify(schema);
+    let validate = this.validators.get(key);
+    if (!validate) {
+      validate = this.ajv.compile(schema);
+      if (this.validators.size > 1000) this.validators.clear();
+      this.validators.set(key, validate);
+    }
+    if (!validate(answer)) {
+      throw new BelayError('VALIDATION', 'The answer does not match the question\'s schema', {
+        details: { issues: (validate.errors ?? []).map((e) => ({ path: e.instancePath, message: e.message ?? 'invalid' })) },
+      });
+    }
+  }
+}
+
+function encodeCursor(t: Task): string {
+  return Buffer.from(JSON.stringify([t.createdAt, t.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
+  } catch {
+    // fall through
+  }
+  throw new BelayError('VALIDATION', 'Invalid cursor');
+}
