@@ -7,6 +7,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Store tests create their own databases; files run in parallel on 2 cores.
     pool: 'forks',
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
     maxWorkers: 2,
   },
 });

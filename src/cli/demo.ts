@@ -31,11 +31,11 @@ export async function runDemo(options: { db: string; systems: number; revocation
       seq = e.seq;
       const progress = e.body.progress as { current?: number; total?: number; message?: string } | undefined;
       const line = progress?.message ? ` ${progress.current ?? '?'}/${progress.total ?? '?'} ${progress.message}` : '';
-      const stepName = e.body.completed_step ?? e.body.step_name;
-      console.log(`  #${e.seq} ${e.kind}${stepName ? ` [${String(stepName)}]` : ''}${line}`);
+      const stepName = typeof e.body.completed_step === 'string' ? e.body.completed_step : typeof e.body.step_name === 'string' ? e.body.step_name : null;
+      console.log(`  #${e.seq} ${e.kind}${stepName ? ` [${stepName}]` : ''}${line}`);
       if (e.kind === 'input_required') {
         const current = await service.getTask(who, task.id);
-        console.log(`  question: ${String(e.body.question)} -> answering {"approved": true} for version ${current.version}`);
+        console.log(`  question: ${JSON.stringify(e.body.question)} -> answering {"approved": true} for version ${current.version}`);
         await service.answer(who, task.id, { version: current.version, answer: { approved: true } });
       }
     }

@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!/^postgres(ql)?:\/\//.test(db)) mkdirSync(dirname(db), { recursive: true });
   const logger = pino({ level: process.env.BELAY_LOG_LEVEL ?? 'warn' }, pino.destination(2));
-  const storeOptions = values.synchronous ? { sqliteSynchronous: values.synchronous as 'full' | 'normal' } : {};
+  const storeOptions = values.synchronous ? { sqliteSynchronous: values.synchronous } : {};
 
   switch (command) {
     case 'demo':

@@ -5,7 +5,6 @@
  * deadline; every write carries a stable action id per record, so a replay never migrates a record twice.
  */
 import { z } from 'zod';
-import type { Json } from '../core/task.js';
 import { defineTaskType } from '../runtime/task-type.js';
 import type { Downstream } from './downstream.js';
 

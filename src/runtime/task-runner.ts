@@ -299,7 +299,7 @@ export class TaskRunner {
     if (ctx.changedArtifacts) this.artifacts = ctx.changedArtifacts;
     const pending = signal.pending;
     try {
-      serializeJson(pending as unknown as Json, 'question');
+      serializeJson(pending, 'question');
       this.checkSerializable(ctx.checkpoint as Json, 'checkpoint');
     } catch (e) {
       const err = e instanceof CommitInputError ? e.cause : isBelayError(e) ? e : new BelayError('INVALID_JSON', coerceError(e).message);

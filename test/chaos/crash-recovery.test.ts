@@ -11,7 +11,6 @@ import { recordId } from '../../src/examples/account-migration.js';
 import { systemClock } from '../../src/core/clock.js';
 import { exampleRegistry, InMemoryDownstream } from '../../src/examples/index.js';
 import { TaskService } from '../../src/service/task-service.js';
-import type { Store } from '../../src/store/port.js';
 import type { Task } from '../../src/core/task.js';
 import { expectCleanHistory } from '../helpers/history.js';
 import { eventually } from '../helpers/gate.js';

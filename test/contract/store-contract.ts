@@ -203,7 +203,9 @@ export function defineStoreContract(factory: StoreFactory): void {
 
     test('step commits write checkpoint, state and one event with gapless sequence numbers', async () => {
       const { task } = await store.createTask(newTask());
-      let { task: t, lease } = await claimOne();
+      const claimed = await claimOne();
+      const lease = claimed.lease;
+      let t = claimed.task;
       for (let i = 0; i < 3; i++) {
         const out = await store.commit(progressCommit(lease, t, T0 + i + 1));
         expect(out.ok).toBe(true);

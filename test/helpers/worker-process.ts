@@ -21,12 +21,12 @@ export function spawnWorker(opts: { db: string; downstreamUrl: string; leaseMs: 
     },
   );
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => {
+  child.stderr.on('data', (d: Buffer) => {
     err = (err + d.toString()).slice(-20_000);
   });
   const id = new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /READY (\S+)/.exec(out);
       if (m) resolve(m[1]!);

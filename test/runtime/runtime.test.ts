@@ -166,12 +166,12 @@ for (const kind of storesUnderTest()) {
           input: z.object({}),
           initialCheckpoint: () => ({ n: 0 }),
           steps: [
-            { name: 'first', run: async (ctx) => ({ n: (ctx.checkpoint as { n: number }).n + 1 }) },
+            { name: 'first', run: async (ctx) => ({ n: (ctx.checkpoint).n + 1 }) },
             {
               name: 'last',
               run: async (ctx) => {
                 await gate.wait();
-                return { n: (ctx.checkpoint as { n: number }).n + 1 };
+                return { n: (ctx.checkpoint).n + 1 };
               },
             },
           ],
@@ -211,12 +211,12 @@ for (const kind of storesUnderTest()) {
           input: z.object({}),
           initialCheckpoint: () => ({ path: [] as string[] }),
           steps: [
-            { name: `a-v${version}`, run: async (ctx) => ({ path: [...(ctx.checkpoint as { path: string[] }).path, `a-v${version}`] }) },
+            { name: `a-v${version}`, run: async (ctx) => ({ path: [...(ctx.checkpoint).path, `a-v${version}`] }) },
             {
               name: `b-v${version}`,
               run: async (ctx) => {
                 ctx.ask('go', { question: 'go?', schema: { type: 'boolean' } });
-                return { path: [...(ctx.checkpoint as { path: string[] }).path, `b-v${version}`] };
+                return { path: [...(ctx.checkpoint).path, `b-v${version}`] };
               },
             },
           ],
@@ -362,7 +362,7 @@ for (const kind of storesUnderTest()) {
     it('bad input gets a clear code and persists nothing', async () => {
       const deep: Record<string, unknown> = {};
       let cur = deep;
-      for (let i = 0; i < 100_000; i++) cur = (cur.a = {}) as Record<string, unknown>;
+      for (let i = 0; i < 100_000; i++) cur = (cur.a = {});
       const cases: Array<[unknown, string, string]> = [
         ['no-such-type', {}, 'UNKNOWN_TASK_TYPE'],
         ['access-review', { systems: 'forty' }, 'VALIDATION'],
@@ -390,7 +390,7 @@ for (const kind of storesUnderTest()) {
             run: async () => {
               const deep: Record<string, Json> = {};
               let cur = deep;
-              for (let i = 0; i < 100_000; i++) cur = (cur.a = {}) as Record<string, Json>;
+              for (let i = 0; i < 100_000; i++) cur = (cur.a = {});
               return deep;
             },
           },
