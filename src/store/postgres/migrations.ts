@@ -1,0 +1,91 @@
+import type { Migration } from '../migration.js';
+
+/**
+ * The placeholder every migration writes in front of its table and index names. The adapter replaces it with the
+ * quoted schema name (`"belay"` by default) before running the statement, so every object is schema-qualified and
+ * several Belay installations (or test runs) can share one database.
+ */
+export const SCHEMA_PLACEHOLDER = '{{schema}}';
+
+/**
+ * PostgreSQL schema, forward-only. Version numbers pair with `store/sqlite/migrations.ts`: the same tables and
+ * columns (without the `belay_` prefix, inside a schema), times as BIGINT epoch milliseconds, JSON as JSONB.
+ *
+ * Not copied from SQLite: `task_events.id`. SQLite needs that rowid so other processes can poll for new events;
+ * PostgreSQL wakes them with LISTEN/NOTIFY, and an identity column would not be a safe cursor there anyway
+ * (identity order is not commit order).
+ */
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'init',
+    breaking: true,
+    sql: `
+CREATE TABLE {{schema}}.tasks (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  context_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  type_version INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  step INTEGER NOT NULL DEFAULT 0,
+  checkpoint JSONB NOT NULL DEFAULT 'null',
+  input JSONB NOT NULL,
+  progress JSONB NOT NULL,
+  pending_input JSONB,
+  answers JSONB NOT NULL DEFAULT '{}',
+  cancel_requested_at BIGINT,
+  result JSONB NOT NULL DEFAULT 'null',
+  artifacts JSONB NOT NULL DEFAULT '[]',
+  error JSONB,
+  lease_owner TEXT,
+  lease_until BIGINT,
+  fence BIGINT NOT NULL DEFAULT 0,
+  version BIGINT NOT NULL DEFAULT 1,
+  next_seq BIGINT NOT NULL DEFAULT 1,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  wake_at BIGINT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  terminal_at BIGINT,
+  expires_at BIGINT,
+  created_by TEXT NOT NULL,
+  callback_url TEXT
+);
+-- The claim scans this partial index in wake_at order: its predicate is exactly the claim's state filter, so the
+-- planner can use it from the first query on an empty table.
+CREATE INDEX tasks_claim ON {{schema}}.tasks (wake_at) WHERE state IN ('submitted', 'working');
+-- Deadline sweep over paused tasks.
+CREATE INDEX tasks_waiting ON {{schema}}.tasks (wake_at) WHERE state IN ('input_required', 'auth_required');
+CREATE INDEX tasks_tenant_created ON {{schema}}.tasks (tenant, created_at DESC, id DESC);
+CREATE TABLE {{schema}}.task_events (
+  task_id TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  body JSONB NOT NULL,
+  at BIGINT NOT NULL,
+  PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE {{schema}}.side_effects (
+  task_id TEXT NOT NULL,
+  effect_key TEXT NOT NULL,
+  status TEXT NOT NULL,
+  result JSONB,
+  fence BIGINT NOT NULL,
+  started_at BIGINT NOT NULL,
+  applied_at BIGINT,
+  PRIMARY KEY (task_id, effect_key)
+);
+CREATE TABLE {{schema}}.idempotency_keys (
+  tenant TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  PRIMARY KEY (tenant, scope, key)
+);
+`,
+  },
+];

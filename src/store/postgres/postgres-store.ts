@@ -1,0 +1,763 @@
+/**
+ * @module store/postgres
+ * The multi-machine store: PostgreSQL through a `pg` Pool, every object inside one schema (default `belay`).
+ *
+ * Hot paths are one statement each (DESIGN.md §7: a round trip is the unit of cost): the step commit, the claim,
+ * the lease renewal and the ledger's `beginEffect` are single statements built from data-modifying CTEs, and each
+ * sends its `pg_notify` inside that statement, so the wake-up is delivered exactly when the write commits
+ * (DESIGN.md §1 rule 2). Cold paths (`transition`) lock the row with `SELECT ... FOR UPDATE` in a transaction.
+ *
+ * Statements are sent unnamed (planned per execution with their parameters), so no connection keeps a plan made
+ * while the tables were empty (the prepared-statement trap in DESIGN.md §7).
+ *
+ * Failures of the connection (server restart, network) surface as `BelayError('STORE_UNAVAILABLE')`, decided by
+ * error code and by the client's own error event, never by message text. Broken clients are released with their
+ * error, so the pool drops them and the next call opens a fresh connection once the server is back.
+ *
+ * Wake-ups: `NOTIFY` on one channel per schema with the payload `taskId:seq:kind` (or `ready`). One dedicated
+ * client LISTENs and reconnects with backoff; notifications are hints, listeners re-read the event log.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { BelayError } from '../../core/errors.js';
+import type { Json, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../../core/task.js';
+import { planMigrations, type AppliedMigration } from '../migration.js';
+import type {
+  BeginEffectOutcome,
+  ClaimRequest,
+  ClaimedTask,
+  CommitOutcome,
+  CreateResult,
+  IdempotencyClaim,
+  Lease,
+  NewTask,
+  Store,
+  StoreCapabilities,
+  StoreNotification,
+  TaskCommit,
+  TaskListQuery,
+  TaskPatch,
+} from '../port.js';
+import { PATCH_COLUMNS, effectFromRow, eventFromRow, json, taskFromRow, type EffectRow, type EventRow, type TaskRow } from '../row-mapping.js';
+import { POSTGRES_MIGRATIONS, SCHEMA_PLACEHOLDER } from './migrations.js';
+
+export interface PostgresStoreOptions {
+  /** `postgres://user@host:port/database`. */
+  connectionString: string;
+  /** Schema holding Belay's tables; created if missing. Default `belay`. */
+  schema?: string;
+  /** Pool size (connections for queries; the LISTEN client is one more). Default 10. */
+  poolSize?: number;
+  /**
+   * When the LISTEN client runs. `eager` (default): from open to close, so a `subscribe()` hears every event
+   * committed after it returns, from any process. `lazy`: only while someone subscribes (no extra connection for
+   * tools that never subscribe); events committed before its LISTEN is in place are not announced.
+   */
+  listen?: 'eager' | 'lazy';
+  /** How long to wait for a new connection before reporting STORE_UNAVAILABLE. Default 10 s. */
+  connectTimeoutMs?: number;
+  /** Background errors (idle pool clients, the LISTEN client) that no caller is waiting for. */
+  onError?: (err: unknown) => void;
+}
+
+const TERMINAL_SQL = `('completed','failed','canceled','rejected')`;
+
+/** SQLSTATEs that mean "the connection or the server went away" (besides class 08, connection exception). */
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, shutting down, recovering)
+  '57P05', // idle_session_timeout
+  '53300', // too_many_connections
+]);
+/** Socket-level error codes from Node. */
+const UNAVAILABLE_SYSCALL_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+
+/** True when `err` carries a code saying the connection or server is gone. */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  return code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SYSCALL_CODES.has(code);
+}
+
+function unavailable(cause: unknown): BelayError {
+  if (cause instanceof BelayError) return cause;
+  return new BelayError('STORE_UNAVAILABLE', 'PostgreSQL is unavailable', { cause });
+}
+
+/** Serialises a JSON column value; SQL NULL for null/undefined (nullable columns only). */
+function sqlJson(v: unknown): string | null {
+  return v === null || v === undefined ? null : JSON.stringify(v);
+}
+
+/** int8 as a JS number (every int8 Belay stores is an epoch-ms time or a small counter); json/jsonb as text, which
+ * `row-mapping.json` parses, so a JSON string value is not parsed twice. */
+function typeOverrides(): pg.TypeOverrides {
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(20, 'text', (v: string) => Number(v));
+  types.setTypeParser(114, 'text', (v: string) => v);
+  types.setTypeParser(3802, 'text', (v: string) => v);
+  return types;
+}
+
+/** A stable 64-bit advisory-lock key per schema (as a decimal string for `$1::bigint`). */
+function advisoryKey(schema: string): string {
+  return createHash('sha256').update(`belay:migrate:${schema}`).digest().readBigInt64BE(0).toString();
+}
+
+/** NOTIFY channel for a schema; identifiers are at most 63 bytes, so long schema names are hashed. */
+function channelFor(schema: string): string {
+  const plain = `belay_${schema}`;
+  return Buffer.byteLength(plain) <= 63 ? plain : `belay_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`;
+}
+
+/** Casts for the cold-path patch columns. */
+const PATCH_CASTS: Record<string, string> = { state: 'text', lease_owner: 'text' };
+
+interface ClientState {
+  /** Set when the client reported an error: it is released with it so the pool drops it. */
+  broken: Error | null;
+}
+
+export class PostgresStore implements Store {
+  readonly capabilities: StoreCapabilities = { dialect: 'postgres', notify: true, skipLocked: true, multiProcess: true };
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly types = typeOverrides();
+  private readonly s: string;
+  private readonly channel: string;
+  private readonly channelLiteral: string;
+  private readonly listeners = new Set<(n: StoreNotification) => void>();
+  private readonly listenMode: 'eager' | 'lazy';
+  private listenClient: pg.Client | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private reconnectAttempt = 0;
+  private closed = false;
+  private readonly commitSql = new Map<string, string>();
+  private readonly onError: (err: unknown) => void;
+
+  private constructor(private readonly options: PostgresStoreOptions) {
+    this.schema = options.schema ?? 'belay';
+    if (this.schema.length === 0) throw new BelayError('INTERNAL', 'The PostgreSQL schema name is empty');
+    this.s = pg.escapeIdentifier(this.schema);
+    this.channel = channelFor(this.schema);
+    this.channelLiteral = pg.escapeLiteral(this.channel);
+    this.listenMode = options.listen ?? 'eager';
+    this.onError = options.onError ?? (() => {});
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.poolSize ?? 10,
+      types: this.types,
+      keepAlive: true,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      application_name: 'belay',
+    });
+    // An idle client whose connection dies (server restart) is removed by the pool, which then emits 'error';
+    // without a handler that would crash the process.
+    this.pool.on('error', (err) => this.onError(err));
+  }
+
+  /** Opens the pool, applies migrations and (in `eager` mode) starts listening. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const store = new PostgresStore(options);
+    try {
+      await store.migrate();
+      if (store.listenMode === 'eager') await store.connectListener();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return store;
+  }
+
+  // ---- connections -----------------------------------------------------------------------------------------------
+
+  private async withClient<T>(fn: (client: pg.PoolClient, state: ClientState) => Promise<T>): Promise<T> {
+    if (this.closed) throw new BelayError('STORE_UNAVAILABLE', 'The PostgreSQL store is closed');
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      // A server answer at connect (wrong password, no such database) is a configuration error, not an outage.
+      if (err instanceof pg.DatabaseError && !isConnectionError(err)) throw err;
+      throw unavailable(err);
+    }
+    const state: ClientState = { broken: null };
+    const onClientError = (err: Error) => {
+      state.broken = err;
+    };
+    client.on('error', onClientError);
+    try {
+      return await fn(client, state);
+    } catch (err) {
+      if (state.broken === null && isConnectionError(err)) state.broken = err as Error;
+      if (state.broken !== null) throw unavailable(err);
+      throw err;
+    } finally {
+      client.removeListener('error', onClientError);
+      client.release(state.broken ?? undefined);
+    }
+  }
+
+  private query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    return this.withClient((c) => c.query<R>(text, values));
+  }
+
+  private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.withClient(async (c, state) => {
+      await c.query('BEGIN');
+      let result: T;
+      try {
+        result = await fn(c);
+      } catch (err) {
+        try {
+          await c.query('ROLLBACK');
+        } catch (rollbackErr) {
+          // Never hand a client in an unknown transaction state back to the pool.
+          state.broken ??= rollbackErr as Error;
+        }
+        throw err;
+      }
+      await c.query('COMMIT');
+      return result;
+    });
+  }
+
+  // ---- migrations ------------------------------------------------------------------------------------------------
+
+  private async migrate(): Promise<void> {
+    await this.transaction(async (c) => {
+      // Serialises concurrent starts on one schema (both checking, then both creating).
+      await c.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(this.schema)]);
+      const ns = await c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [this.schema]);
+      if (ns.rowCount === 0) await c.query(`CREATE SCHEMA IF NOT EXISTS ${this.s}`);
+      await c.query(`CREATE TABLE IF NOT EXISTS ${this.s}.schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking BOOLEAN NOT NULL, applied_at BIGINT NOT NULL)`);
+      const applied = await this.readApplied(c);
+      for (const m of planMigrations(POSTGRES_MIGRATIONS, applied)) {
+        await c.query(m.sql.replaceAll(SCHEMA_PLACEHOLDER, this.s));
+        await c.query(`INSERT INTO ${this.s}.schema_migrations (version, name, breaking, applied_at) VALUES ($1, $2, $3, $4)`, [
+          m.version,
+          m.name,
+          m.breaking,
+          Date.now(),
+        ]);
+      }
+    });
+  }
+
+  private async readApplied(c: pg.PoolClient): Promise<AppliedMigration[]> {
+    const r = await c.query<{ version: number; breaking: boolean }>(`SELECT version, breaking FROM ${this.s}.schema_migrations ORDER BY version`);
+    return r.rows.map((row) => ({ version: Number(row.version), breaking: row.breaking }));
+  }
+
+  async schemaVersion(): Promise<number> {
+    const r = await this.query<{ v: number }>(`SELECT COALESCE(MAX(version), 0) AS v FROM ${this.s}.schema_migrations`);
+    return Number(r.rows[0]?.v ?? 0);
+  }
+
+  /** Test and operator hook: applied migrations (used to check the SCHEMA_TOO_NEW guard). */
+  async appliedMigrations(): Promise<AppliedMigration[]> {
+    return this.withClient((c) => this.readApplied(c));
+  }
+
+  // ---- create ----------------------------------------------------------------------------------------------------
+
+  async createTask(task: NewTask, idem?: IdempotencyClaim): Promise<CreateResult> {
+    const values: unknown[] = [
+      task.id,
+      task.tenant,
+      task.contextId,
+      task.type,
+      task.typeVersion,
+      JSON.stringify(task.input),
+      JSON.stringify({ current: null, total: null, message: null }),
+      task.now,
+      task.createdBy,
+      task.callbackUrl,
+      JSON.stringify({ state: 'submitted', type: task.type, type_version: task.typeVersion }),
+    ];
+    // Without a key: one statement. With a key: the key row is written first in the same statement; the task is
+    // inserted only if this request owns the key (new, or replacing an expired one). A concurrent request with the
+    // same key blocks on the key row until the first commits, then finds it taken.
+    let keyCte = '';
+    let gate = '';
+    if (idem) {
+      values.push(idem.scope, idem.key, idem.fingerprint, idem.expiresAt);
+      keyCte = `k AS (
+          INSERT INTO ${this.s}.idempotency_keys AS ik (tenant, scope, key, task_id, fingerprint, created_at, expires_at)
+          VALUES ($2::text, $12::text, $13::text, $1::text, $14::text, $8::bigint, $15::bigint)
+          ON CONFLICT (tenant, scope, key) DO UPDATE
+            SET task_id = EXCLUDED.task_id, fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
+                expires_at = EXCLUDED.expires_at
+            WHERE ik.expires_at <= EXCLUDED.created_at
+          RETURNING 1
+        ), `;
+      gate = 'WHERE EXISTS (SELECT 1 FROM k)';
+    }
+    const sql = `WITH ${keyCte}t AS (
+        INSERT INTO ${this.s}.tasks (id, tenant, context_id, type, type_version, state, input, progress, version, next_seq,
+          wake_at, created_at, updated_at, created_by, callback_url)
+        SELECT $1::text, $2::text, $3::text, $4::text, $5::int, 'submitted', $6::jsonb, $7::jsonb, 1, 2,
+          $8::bigint, $8::bigint, $8::bigint, $9::text, $10::text
+        ${gate}
+        RETURNING *
+      ), e AS (
+        INSERT INTO ${this.s}.task_events (task_id, seq, kind, body, at) SELECT id, 1, 'created', $11::jsonb, created_at FROM t
+      )
+      SELECT t.*, pg_notify(${this.channelLiteral}, t.id || ':1:created') AS notified FROM t`;
+
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const r = await this.query<TaskRow>(sql, values);
+      const row = r.rows[0];
+      if (row) return { task: taskFromRow(row), created: true };
+      if (!idem) throw new BelayError('INTERNAL', 'Task insert returned no row');
+      const existing = await this.query<TaskRow & { key_task_id: string; fingerprint: string; key_expires_at: number }>(
+        `SELECT k.task_id AS key_task_id, k.fingerprint, k.expires_at AS key_expires_at, t.*
+           FROM ${this.s}.idempotency_keys k LEFT JOIN ${this.s}.tasks t ON t.id = k.task_id
+          WHERE k.tenant = $1 AND k.scope = $2 AND k.key = $3`,
+        [task.tenant, idem.scope, idem.key],
+      );
+      const hit = existing.rows[0];
+      if (!hit || Number(hit.key_expires_at) <= task.now) continue; // deleted or expired meanwhile: try again
+      if (hit.fingerprint !== idem.fingerprint) {
+        throw new BelayError('IDEMPOTENCY_MISMATCH', 'This idempotency key was used with a different request', {
+          details: { idempotency_key: idem.key },
+        });
+      }
+      if (hit.id !== null) return { task: taskFromRow(hit), created: false };
+      // The key names a task that no longer exists: the key is free again (as in the SQLite adapter).
+      await this.query(`DELETE FROM ${this.s}.idempotency_keys WHERE tenant = $1 AND scope = $2 AND key = $3 AND task_id = $4`, [
+        task.tenant,
+        idem.scope,
+        idem.key,
+        hit.key_task_id,
+      ]);
+    }
+    throw new BelayError('IDEMPOTENCY_IN_FLIGHT', 'The idempotency key kept changing while this request ran', {
+      details: { idempotency_key: idem?.key },
+      retryAfterMs: 100,
+    });
+  }
+
+  // ---- reads -----------------------------------------------------------------------------------------------------
+
+  async getTask(id: string, tenant?: string): Promise<Task | null> {
+    const r =
+      tenant === undefined
+        ? await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1`, [id])
+        : await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    const row = r.rows[0];
+    return row ? taskFromRow(row) : null;
+  }
+
+  async listTasks(q: TaskListQuery): Promise<Task[]> {
+    const values: unknown[] = [q.tenant];
+    const where = ['tenant = $1'];
+    const param = (v: unknown, cast: string) => {
+      values.push(v);
+      return `$${values.length}::${cast}`;
+    };
+    if (q.states && q.states.length > 0) where.push(`state = ANY(${param([...q.states], 'text[]')})`);
+    if (q.type !== undefined) where.push(`type = ${param(q.type, 'text')}`);
+    if (q.createdFrom !== undefined) where.push(`created_at >= ${param(q.createdFrom, 'bigint')}`);
+    if (q.createdTo !== undefined) where.push(`created_at < ${param(q.createdTo, 'bigint')}`);
+    if (q.after) {
+      const at = param(q.after.createdAt, 'bigint');
+      const id = param(q.after.id, 'text');
+      where.push(`(created_at < ${at} OR (created_at = ${at} AND id < ${id}))`);
+    }
+    const limit = param(q.limit, 'int');
+    const r = await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ${limit}`, values);
+    return r.rows.map(taskFromRow);
+  }
+
+  async listEvents(taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]> {
+    const r = await this.query<EventRow>(
+      `SELECT task_id, seq, kind, body, at FROM ${this.s}.task_events WHERE task_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3::int`,
+      [taskId, afterSeq, limit],
+    );
+    return r.rows.map(eventFromRow);
+  }
+
+  // ---- leases ----------------------------------------------------------------------------------------------------
+
+  async claimTasks(req: ClaimRequest): Promise<ClaimedTask[]> {
+    if (req.kinds.length === 0 || req.limit <= 0) return [];
+    // One statement: pick and lock (skipping rows other claimers hold), grant, write the `started` events of the
+    // tasks that were still submitted, and notify them.
+    const r = await this.query<TaskRow & { old_state: string }>(
+      `WITH c AS (
+         SELECT id, state AS old_state FROM ${this.s}.tasks
+          WHERE state IN ('submitted', 'working') AND wake_at <= $1::bigint
+            AND (type, type_version) IN (SELECT * FROM unnest($2::text[], $3::int[]))
+          ORDER BY wake_at
+          LIMIT $4::int
+          FOR UPDATE SKIP LOCKED
+       ), u AS (
+         UPDATE ${this.s}.tasks t
+            SET fence = t.fence + 1, lease_owner = $5::text, lease_until = $6::bigint, wake_at = $6::bigint,
+                attempts = t.attempts + 1, state = 'working', updated_at = $1::bigint,
+                version = t.version + CASE WHEN c.old_state = 'submitted' THEN 1 ELSE 0 END,
+                next_seq = t.next_seq + CASE WHEN c.old_state = 'submitted' THEN 1 ELSE 0 END
+           FROM c WHERE t.id = c.id
+         RETURNING t.*, c.old_state
+       ), e AS (
+         INSERT INTO ${this.s}.task_events (task_id, seq, kind, body, at)
+         SELECT id, next_seq - 1, 'started', '{"state":"working"}'::jsonb, $1::bigint FROM u WHERE old_state = 'submitted'
+       )
+       SELECT u.*, CASE WHEN u.old_state = 'submitted'
+                     THEN pg_notify(${this.channelLiteral}, u.id || ':' || (u.next_seq - 1) || ':started') END AS notified
+         FROM u`,
+      [req.now, req.kinds.map((k) => k.type), req.kinds.map((k) => k.version), req.limit, req.workerId, req.now + req.leaseMs],
+    );
+    return r.rows.map((row) => {
+      const task = taskFromRow(row);
+      return { task, lease: { taskId: task.id, fence: task.fence, workerId: req.workerId } };
+    });
+  }
+
+  async renewLease(lease: Lease, now: number, leaseMs: number): Promise<{ status: 'ok' | 'lost'; cancelRequested: boolean }> {
+    const r = await this.query<{ cancel_requested_at: number | null }>(
+      `UPDATE ${this.s}.tasks SET lease_until = $3::bigint, wake_at = $3::bigint
+        WHERE id = $1 AND fence = $2::bigint AND state = 'working' RETURNING cancel_requested_at`,
+      [lease.taskId, lease.fence, now + leaseMs],
+    );
+    const row = r.rows[0];
+    if (!row) return { status: 'lost', cancelRequested: false };
+    return { status: 'ok', cancelRequested: row.cancel_requested_at !== null };
+  }
+
+  async releaseLease(lease: Lease, now: number): Promise<void> {
+    await this.query(
+      `WITH u AS (
+         UPDATE ${this.s}.tasks SET lease_owner = NULL, lease_until = NULL, wake_at = $3::bigint, attempts = GREATEST(attempts - 1, 0)
+          WHERE id = $1 AND fence = $2::bigint AND state = 'working' RETURNING id
+       )
+       SELECT pg_notify(${this.channelLiteral}, 'ready') AS notified FROM u`,
+      [lease.taskId, lease.fence, now],
+    );
+  }
+
+  // ---- the step commit -------------------------------------------------------------------------------------------
+
+  private commitStatement(checkCancel: boolean, answerKey: boolean): string {
+    const cacheKey = `${checkCancel ? 'c' : '-'}${answerKey ? 'a' : '-'}`;
+    let sql = this.commitSql.get(cacheKey);
+    if (sql) return sql;
+    sql = `WITH u AS (
+        UPDATE ${this.s}.tasks
+           SET state = $3::text, step = $4::int, checkpoint = $5::jsonb, progress = $6::jsonb, pending_input = $7::jsonb,
+               result = $8::jsonb, artifacts = COALESCE($9::jsonb, artifacts), error = $10::jsonb,
+               lease_owner = CASE WHEN $11::bigint IS NULL THEN NULL ELSE lease_owner END, lease_until = $11::bigint,
+               wake_at = $12::bigint, attempts = CASE WHEN $13::boolean THEN 1 ELSE attempts END,
+               terminal_at = $14::bigint, expires_at = $15::bigint,
+               version = version + 1, next_seq = next_seq + 1, updated_at = $16::bigint
+         WHERE id = $1::text AND fence = $2::bigint AND state = 'working'${checkCancel ? `
+           AND cancel_requested_at IS NULL` : ''}${answerKey ? `
+           AND NOT (answers ? $19::text)` : ''}
+        RETURNING id, next_seq - 1 AS seq, version
+      ), e AS (
+        INSERT INTO ${this.s}.task_events (task_id, seq, kind, body, at) SELECT id, seq, $17::text, $18::jsonb, $16::bigint FROM u
+      )
+      SELECT seq, version, pg_notify(${this.channelLiteral}, id || ':' || seq || ':' || $17::text) AS notified FROM u`;
+    this.commitSql.set(cacheKey, sql);
+    return sql;
+  }
+
+  async commit(c: TaskCommit): Promise<CommitOutcome> {
+    const terminal = c.state === 'completed' || c.state === 'failed' || c.state === 'canceled';
+    const checkCancel = c.kind !== 'cancel';
+    const answerKey = c.kind === 'pause' && c.pendingInput ? c.pendingInput.key : null;
+    const values: unknown[] = [
+      c.lease.taskId,
+      c.lease.fence,
+      c.state,
+      c.step,
+      JSON.stringify(c.checkpoint),
+      JSON.stringify(c.progress),
+      sqlJson(c.pendingInput),
+      JSON.stringify(c.result),
+      c.artifacts === undefined ? null : JSON.stringify(c.artifacts),
+      sqlJson(c.error),
+      c.leaseUntil,
+      c.wakeAt,
+      c.resetAttempts,
+      terminal ? c.now : null,
+      c.expiresAt,
+      c.now,
+      c.event.kind,
+      JSON.stringify(c.event.body),
+    ];
+    if (answerKey !== null) values.push(answerKey);
+    const r = await this.query<{ seq: number; version: number }>(this.commitStatement(checkCancel, answerKey !== null), values);
+    const row = r.rows[0];
+    if (!row) return this.diagnose(c);
+    return { ok: true, seq: Number(row.seq), version: Number(row.version) };
+  }
+
+  /** Why a fenced commit matched no row. Runs only on the failure path. */
+  private async diagnose(c: TaskCommit): Promise<CommitOutcome> {
+    const r = await this.query<{ fence: number; state: string; cancel_requested_at: number | null }>(
+      `SELECT fence, state, cancel_requested_at FROM ${this.s}.tasks WHERE id = $1`,
+      [c.lease.taskId],
+    );
+    const t = r.rows[0];
+    if (!t || Number(t.fence) !== c.lease.fence || t.state !== 'working') return { ok: false, reason: 'lease_lost' };
+    if (c.kind !== 'cancel' && t.cancel_requested_at !== null) return { ok: false, reason: 'cancel_requested' };
+    return { ok: false, reason: 'answer_arrived' };
+  }
+
+  // ---- the run-once ledger ---------------------------------------------------------------------------------------
+
+  async beginEffect(lease: Lease, key: string, now: number): Promise<BeginEffectOutcome> {
+    // One statement: read the ledger row, share-lock the task row (so a claim or cancellation cannot commit between
+    // the check and the insert; it waits for this statement instead), and write `pending` only when there is no
+    // record and the lease is current with no cancellation requested.
+    const r = await this.query<{
+      inserted: number;
+      status: string | null;
+      result: unknown;
+      started_at: number | null;
+      fence: number | null;
+      state: string | null;
+      cancel_requested_at: number | null;
+    }>(
+      `WITH ex AS (
+         SELECT status, result, started_at FROM ${this.s}.side_effects WHERE task_id = $1::text AND effect_key = $2::text
+       ), t AS (
+         SELECT fence, state, cancel_requested_at FROM ${this.s}.tasks WHERE id = $1::text FOR SHARE
+       ), ins AS (
+         INSERT INTO ${this.s}.side_effects (task_id, effect_key, status, result, fence, started_at)
+         SELECT $1::text, $2::text, 'pending', NULL, $3::bigint, $4::bigint
+          WHERE NOT EXISTS (SELECT 1 FROM ex)
+            AND EXISTS (SELECT 1 FROM t WHERE t.fence = $3::bigint AND t.state = 'working' AND t.cancel_requested_at IS NULL)
+         ON CONFLICT (task_id, effect_key) DO NOTHING
+         RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM ins) AS inserted, ex.status, ex.result, ex.started_at, t.fence, t.state, t.cancel_requested_at
+         FROM (VALUES (1)) AS one (x) LEFT JOIN ex ON true LEFT JOIN t ON true`,
+      [lease.taskId, key, lease.fence, now],
+    );
+    const row = r.rows[0]!;
+    if (Number(row.inserted) > 0) return { status: 'started' };
+    if (row.status === 'applied') return { status: 'applied', result: row.result === null ? null : json(row.result) };
+    if (row.fence === null || Number(row.fence) !== lease.fence || row.state !== 'working') return { status: 'lease_lost' };
+    if (row.cancel_requested_at !== null) return { status: 'cancel_requested' };
+    if (row.status !== null) return { status: 'uncertain', startedAt: Number(row.started_at) };
+    // A concurrent beginEffect for the same key inserted first (invisible to this statement's snapshot).
+    const again = await this.query<{ status: string; result: unknown; started_at: number }>(
+      `SELECT status, result, started_at FROM ${this.s}.side_effects WHERE task_id = $1 AND effect_key = $2`,
+      [lease.taskId, key],
+    );
+    const ex = again.rows[0];
+    if (ex?.status === 'applied') return { status: 'applied', result: ex.result === null ? null : json(ex.result) };
+    if (ex) return { status: 'uncertain', startedAt: Number(ex.started_at) };
+    return { status: 'lease_lost' };
+  }
+
+  async completeEffect(taskId: string, key: string, result: Json, now: number): Promise<void> {
+    await this.query(
+      `UPDATE ${this.s}.side_effects SET status = 'applied', result = $3::jsonb, applied_at = $4::bigint WHERE task_id = $1 AND effect_key = $2`,
+      [taskId, key, JSON.stringify(result), now],
+    );
+  }
+
+  async listEffects(taskId: string): Promise<SideEffectRecord[]> {
+    const r = await this.query<EffectRow>(`SELECT * FROM ${this.s}.side_effects WHERE task_id = $1 ORDER BY started_at, effect_key`, [taskId]);
+    return r.rows.map(effectFromRow);
+  }
+
+  // ---- cold-path transitions -------------------------------------------------------------------------------------
+
+  async transition(id: string, tenant: string | undefined, now: number, decide: (task: Task) => TaskPatch | null): Promise<Task> {
+    return this.transaction(async (c) => {
+      const r =
+        tenant === undefined
+          ? await c.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1 FOR UPDATE`, [id])
+          : await c.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1 AND tenant = $2 FOR UPDATE`, [id, tenant]);
+      const row = r.rows[0];
+      if (!row) throw new BelayError('NOT_FOUND', 'No such task');
+      const task = taskFromRow(row);
+      const patch = decide(task);
+      if (!patch) return task;
+      const values: unknown[] = [id, now, patch.bumpFence ? 1 : 0, patch.event ? 1 : 0];
+      const sets: string[] = [];
+      for (const [field, value] of Object.entries(patch.set)) {
+        const col = PATCH_COLUMNS[field as keyof typeof PATCH_COLUMNS];
+        values.push(col.json ? sqlJson(value) : value);
+        sets.push(`${col.column} = $${values.length}::${col.json ? 'jsonb' : (PATCH_CASTS[col.column] ?? 'bigint')}`);
+      }
+      let sql = `WITH u AS (
+          UPDATE ${this.s}.tasks SET ${sets.map((s) => `${s}, `).join('')}version = version + 1, fence = fence + $3::bigint,
+                 next_seq = next_seq + $4::bigint, updated_at = $2::bigint
+           WHERE id = $1::text RETURNING *
+        )`;
+      // A task that becomes claimable at once (an answer resumed it) is worth a `ready` hint to idle workers.
+      const ready =
+        (patch.set.state === 'working' || patch.set.state === 'submitted') && patch.set.wakeAt !== undefined && patch.set.wakeAt !== null && patch.set.wakeAt <= now;
+      const notifies: string[] = [];
+      if (patch.event) {
+        values.push(task.nextSeq, patch.event.kind, JSON.stringify(patch.event.body));
+        const [seq, kind, body] = [values.length - 2, values.length - 1, values.length];
+        sql += `, e AS (
+          INSERT INTO ${this.s}.task_events (task_id, seq, kind, body, at) SELECT id, $${seq}::bigint, $${kind}::text, $${body}::jsonb, $2::bigint FROM u
+        )`;
+        notifies.push(`pg_notify(${this.channelLiteral}, u.id || ':' || $${seq}::bigint || ':' || $${kind}::text) AS notified`);
+      }
+      if (ready) notifies.push(`pg_notify(${this.channelLiteral}, 'ready') AS ready`);
+      sql += ` SELECT u.*${notifies.map((n) => `, ${n}`).join('')} FROM u`;
+      const updated = await c.query<TaskRow>(sql, values);
+      return taskFromRow(updated.rows[0]!);
+    });
+  }
+
+  // ---- sweeps ----------------------------------------------------------------------------------------------------
+
+  async listDueDeadlines(now: number, limit: number): Promise<Array<{ id: string; tenant: string }>> {
+    const r = await this.query<{ id: string; tenant: string }>(
+      `SELECT id, tenant FROM ${this.s}.tasks WHERE state IN ('input_required', 'auth_required') AND wake_at <= $1::bigint ORDER BY wake_at LIMIT $2::int`,
+      [now, limit],
+    );
+    return r.rows.map((row) => ({ id: row.id, tenant: row.tenant }));
+  }
+
+  async findStranded(now: number, graceMs: number, limit: number): Promise<Task[]> {
+    const r = await this.query<TaskRow>(
+      `SELECT * FROM ${this.s}.tasks WHERE state NOT IN ${TERMINAL_SQL}
+          AND (wake_at IS NULL OR (state IN ('submitted', 'working') AND wake_at < $1::bigint))
+        ORDER BY created_at LIMIT $2::int`,
+      [now - graceMs, limit],
+    );
+    return r.rows.map(taskFromRow);
+  }
+
+  async countByState(): Promise<Record<string, number>> {
+    const r = await this.query<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM ${this.s}.tasks GROUP BY state`);
+    return Object.fromEntries(r.rows.map((row) => [row.state, Number(row.n)]));
+  }
+
+  // ---- wake-ups --------------------------------------------------------------------------------------------------
+
+  subscribe(listener: (n: StoreNotification) => void): () => void {
+    this.listeners.add(listener);
+    if (this.listenMode === 'lazy' && !this.closed && !this.listenClient && !this.reconnectTimer) {
+      // Events committed before the LISTEN was in place were not announced: `ready` tells listeners to re-read.
+      this.connectListener().then(
+        () => this.emit({ type: 'ready' }),
+        () => undefined, // listenerDown scheduled a retry
+      );
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listenMode === 'lazy' && this.listeners.size === 0) void this.stopListener();
+    };
+  }
+
+  private listenWanted(): boolean {
+    return !this.closed && (this.listenMode === 'eager' || this.listeners.size > 0);
+  }
+
+  private async connectListener(): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.options.connectionString,
+      types: this.types,
+      keepAlive: true,
+      connectionTimeoutMillis: this.options.connectTimeoutMs ?? 10_000,
+      application_name: 'belay-listen',
+    });
+    this.listenClient = client;
+    client.on('notification', (m) => {
+      if (m.channel === this.channel) this.onPayload(m.payload ?? '');
+    });
+    client.on('error', (err) => this.listenerDown(client, err));
+    client.on('end', () => this.listenerDown(client, null));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`);
+    } catch (err) {
+      this.listenerDown(client, err);
+      throw unavailable(err);
+    }
+    this.reconnectAttempt = 0;
+  }
+
+  /** The LISTEN client failed or ended: drop it and, if still wanted, reconnect with backoff. */
+  private listenerDown(client: pg.Client, err: unknown): void {
+    if (this.listenClient !== client) return;
+    this.listenClient = null;
+    if (err !== null) this.onError(err);
+    client.end().catch(() => undefined);
+    if (!this.listenWanted() || this.reconnectTimer) return;
+    const delay = Math.min(5_000, 100 * 2 ** this.reconnectAttempt) * (0.5 + Math.random() / 2);
+    this.reconnectAttempt++;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (!this.listenWanted() || this.listenClient) return;
+      // Whatever was committed while nobody listened was not announced: tell listeners to re-read.
+      this.connectListener().then(
+        () => this.emit({ type: 'ready' }),
+        () => undefined,
+      );
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+
+  private async stopListener(): Promise<void> {
+    if (this.reconnectTimer) {
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = null;
+    }
+    const client = this.listenClient;
+    this.listenClient = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+
+  private onPayload(payload: string): void {
+    if (payload === 'ready') {
+      this.emit({ type: 'ready' });
+      return;
+    }
+    // taskId:seq:kind — split from the right, so the id may contain ':'.
+    const k = payload.lastIndexOf(':');
+    const s = k > 0 ? payload.lastIndexOf(':', k - 1) : -1;
+    if (s <= 0) return;
+    const seq = Number(payload.slice(s + 1, k));
+    if (!Number.isSafeInteger(seq)) return;
+    this.emit({ type: 'event', taskId: payload.slice(0, s), seq, kind: payload.slice(k + 1) as TaskEventKind });
+  }
+
+  private emit(n: StoreNotification): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(n);
+      } catch (err) {
+        this.onError(err);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.clear();
+    await this.stopListener();
+    await this.pool.end();
+  }
+}
+
+export function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  return PostgresStore.open(options);
+}
