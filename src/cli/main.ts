@@ -66,7 +66,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!/^postgres(ql)?:\/\//.test(db)) mkdirSync(dirname(db), { recursive: true });
   const logger = pino({ level: process.env.BELAY_LOG_LEVEL ?? 'warn' }, pino.destination(2));
-  const storeOptions = values.synchronous ? { sqliteSynchronous: values.synchronous } : {};
+  const synchronous: 'full' | 'normal' | undefined = values.synchronous === 'full' || values.synchronous === 'normal' ? values.synchronous : undefined;
+  const storeOptions = synchronous ? { sqliteSynchronous: synchronous } : {};
 
   switch (command) {
     case 'demo':

@@ -20,6 +20,13 @@ import { fingerprint } from './canonical-json.js';
 export interface Principal {
   tenant: string;
   principal: string;
+  /** A member sees the tasks it created; an admin sees every task of the tenant. Default: admin. */
+  role?: 'member' | 'admin';
+}
+
+/** Inside a tenant, a member's view is limited to its own tasks; a task it may not see looks missing. */
+function canSee(who: Principal, task: Task): boolean {
+  return who.role !== 'member' || task.createdBy === who.principal;
 }
 
 export interface CreateTaskRequest {
@@ -116,7 +123,7 @@ export class TaskService {
   /** @throws BelayError NOT_FOUND (also for another tenant's task) */
   async getTask(who: Principal, id: string): Promise<Task> {
     const task = await this.store.getTask(id, who.tenant);
-    if (!task) throw new BelayError('NOT_FOUND', 'No such task');
+    if (!task || !canSee(who, task)) throw new BelayError('NOT_FOUND', 'No such task');
     return task;
   }
 
@@ -124,6 +131,7 @@ export class TaskService {
     const limit = Math.min(Math.max(1, req.limit ?? 20), MAX_PAGE);
     const tasks = await this.store.listTasks({
       tenant: who.tenant,
+      ...(who.role === 'member' ? { createdBy: who.principal } : {}),
       ...(req.states ? { states: req.states } : {}),
       ...(req.type ? { type: req.type } : {}),
       ...(req.createdFrom !== undefined ? { createdFrom: req.createdFrom } : {}),
@@ -154,6 +162,7 @@ export class TaskService {
     serializeJson(req.answer, 'answer', this.limits);
     const now = this.clock.now();
     return this.store.transition(id, who.tenant, now, (task) => {
+      if (!canSee(who, task)) throw new BelayError('NOT_FOUND', 'No such task');
       const pending = task.pendingInput;
       if (pending && (req.key === undefined || req.key === pending.key) && task.version === req.version) this.checkAnswer(pending.schema, req.answer);
       return decideAnswer(task, { expectedVersion: req.version, ...(req.key === undefined ? {} : { key: req.key }), answer: req.answer as Json, now });
@@ -164,6 +173,7 @@ export class TaskService {
   async cancel(who: Principal, id: string, reason?: string): Promise<{ task: Task; outcome: CancelOutcome }> {
     let outcome: CancelOutcome = 'already_terminal';
     const task = await this.store.transition(id, who.tenant, this.clock.now(), (t) => {
+      if (!canSee(who, t)) throw new BelayError('NOT_FOUND', 'No such task');
       const d = decideCancel(t, this.clock.now(), reason);
       outcome = d.outcome;
       return d.patch;

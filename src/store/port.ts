@@ -127,6 +127,8 @@ export type BeginEffectOutcome =
 
 export interface TaskListQuery {
   tenant: string;
+  /** Only tasks this principal created. */
+  createdBy?: string;
   states?: readonly TaskState[];
   type?: string;
   createdFrom?: number;
@@ -230,7 +232,11 @@ export interface Store {
   /** Counts of tasks by state (operators, metrics, benchmarks). */
   countByState(): Promise<Record<string, number>>;
 
-  /** Subscribes to committed events; returns the unsubscribe function. */
+  /**
+   * Subscribes to committed events, including other processes' (PostgreSQL: LISTEN, started when the store opens;
+   * SQLite: polling). Notifications are hints, delivered at least once after the commit; a `ready` hint after a
+   * reconnect means "re-read". Returns the unsubscribe function.
+   */
   subscribe(listener: (n: StoreNotification) => void): () => void;
 
   close(): Promise<void>;

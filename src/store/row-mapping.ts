@@ -1,7 +1,8 @@
 /**
  * @module store/row-mapping
- * snake_case rows (identical column names in both dialects) to camelCase domain types. SQLite hands JSON columns
- * back as text, PostgreSQL's jsonb as values; `json` hides the difference.
+ * snake_case rows (identical column names in both dialects) to camelCase domain types. Both adapters hand JSON
+ * columns back as text (the PostgreSQL adapter turns pg's jsonb parser off), so a JSON string value is never
+ * parsed twice.
  */
 import type { TaskError } from '../core/errors.js';
 import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../core/task.js';

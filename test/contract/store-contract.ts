@@ -143,6 +143,8 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(page2.map((t) => t.id)).toEqual([ids[2], ids[1]]);
       expect((await store.listTasks({ tenant: 'acme', limit: 10, type: 'odd' })).map((t) => t.id)).toEqual([ids[3], ids[1]]);
       expect(await store.listTasks({ tenant: 'acme', limit: 10, states: ['completed'] })).toEqual([]);
+      await store.createTask(newTask({ now: T0 + 9, createdBy: 'bob' }));
+      expect((await store.listTasks({ tenant: 'acme', limit: 10, createdBy: 'bob' })).map((t) => t.createdBy)).toEqual(['bob']);
       expect(await store.listTasks({ tenant: 'acme', limit: 10, createdFrom: T0 + 1, createdTo: T0 + 3 })).toHaveLength(2);
     });
 

@@ -371,6 +371,7 @@ export class PostgresStore implements Store {
       return `$${values.length}::${cast}`;
     };
     if (q.states && q.states.length > 0) where.push(`state = ANY(${param([...q.states], 'text[]')})`);
+    if (q.createdBy !== undefined) where.push(`created_by = ${param(q.createdBy, 'text')}`);
     if (q.type !== undefined) where.push(`type = ${param(q.type, 'text')}`);
     if (q.createdFrom !== undefined) where.push(`created_at >= ${param(q.createdFrom, 'bigint')}`);
     if (q.createdTo !== undefined) where.push(`created_at < ${param(q.createdTo, 'bigint')}`);

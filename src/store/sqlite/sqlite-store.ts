@@ -69,7 +69,12 @@ export class SqliteStore implements Store {
     db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     const store = new SqliteStore(db, options.pollMs ?? 100);
-    store.migrate();
+    try {
+      store.migrate();
+    } catch (e) {
+      db.close();
+      throw e;
+    }
     return store;
   }
 
@@ -175,6 +180,10 @@ export class SqliteStore implements Store {
       where.push(`state IN (SELECT value FROM json_each(@states))`);
       params.states = JSON.stringify(q.states);
     }
+    if (q.createdBy !== undefined) {
+      where.push('created_by = @created_by');
+      params.created_by = q.createdBy;
+    }
     if (q.type !== undefined) {
       where.push('type = @type');
       params.type = q.type;
@@ -279,6 +288,7 @@ export class SqliteStore implements Store {
              version = version + 1, next_seq = next_seq + 1, updated_at = @now
            WHERE id = @id AND fence = @fence AND state = 'working'
              AND (@check_cancel = 0 OR cancel_requested_at IS NULL)
+             -- The key is a QUESTION_KEY ([A-Za-z0-9_-]), checked by ctx.ask, so it is safe inside a JSON path.
              AND (@answer_key IS NULL OR json_type(answers, '$."' || @answer_key || '"') IS NULL)
            RETURNING next_seq - 1 AS seq, version`,
         )
@@ -443,8 +453,15 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** Listeners run after the commit; one that throws must not make a committed write look failed. */
   private emit(n: StoreNotification): void {
-    for (const l of this.listeners) l(n);
+    for (const l of this.listeners) {
+      try {
+        l(n);
+      } catch {
+        // Notifications are hints: a failing listener loses its hint, never the write.
+      }
+    }
   }
 
   async close(): Promise<void> {
