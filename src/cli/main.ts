@@ -14,11 +14,13 @@ import { exampleRegistry, HttpDownstream, InMemoryDownstream, type Downstream } 
 import { faultPointsFromSpec } from '../runtime/fault-points.js';
 import { Worker } from '../runtime/worker.js';
 import { runDemo } from './demo.js';
+import { runServe } from './serve.js';
 import { openStoreFromUrl } from './open-store.js';
 
 const USAGE = `Usage: belay <command> [options]
 
 Commands:
+  serve     Start the HTTP server (REST API) with workers and the example task types (SQLite by default)
   demo      Run the access-review example end to end on SQLite and print its progress
   worker    Run workers for the example task types until SIGTERM
   migrate   Apply migrations and print the schema version
@@ -29,8 +31,14 @@ Options:
   --lease-ms <ms>              Lease length (worker; default 30000)
   --poll-ms <ms>               Longest sleep between claims (worker; default 1000)
   --synchronous <full|normal>  SQLite durability (default full)
+  --port <n>                   HTTP port (serve; default 8787)
+  --host <addr>                HTTP bind address (serve; default 127.0.0.1)
+  --api-key KEY=TENANT[:PRINCIPAL[:ROLE]]   Accept this bearer key (serve; repeatable; also BELAY_API_KEYS)
+  --jwks-url <url>             Also accept JWTs verified against this JWKS (serve)
+  --workers <n>                Worker slots in the serve process (default 4; 0 = gateway only)
+  --insecure-no-auth           Development only: no authentication (serve)
 
-Environment: BELAY_DB, BELAY_LOG_LEVEL, BELAY_DOWNSTREAM_URL (examples act on this HTTP downstream),
+Environment: BELAY_DB, BELAY_API_KEYS, BELAY_LOG_LEVEL, BELAY_DOWNSTREAM_URL (examples act on this HTTP downstream),
 BELAY_CRASH_AT (label:nth, chaos tests only).`;
 
 function intOption(value: string | undefined, name: string, fallback: number): number {
@@ -53,6 +61,12 @@ async function main(argv: string[]): Promise<number> {
       systems: { type: 'string' },
       revocations: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'api-key': { type: 'string', multiple: true },
+      'jwks-url': { type: 'string' },
+      workers: { type: 'string' },
+      'insecure-no-auth': { type: 'boolean' },
     },
   });
   const command = positionals[0];
@@ -70,6 +84,26 @@ async function main(argv: string[]): Promise<number> {
   const storeOptions = synchronous ? { sqliteSynchronous: synchronous } : {};
 
   switch (command) {
+    case 'serve': {
+      const workers = values.workers === undefined ? 4 : Number(values.workers);
+      if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a non-negative integer, got "${values.workers}"`);
+      const port = values.port === undefined ? Number(process.env.PORT ?? 8787) : Number(values.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number, got "${values.port}"`);
+      return runServe({
+        db,
+        port,
+        host: values.host ?? '127.0.0.1',
+        apiKeys: values['api-key'] ?? [],
+        insecureNoAuth: values['insecure-no-auth'] === true,
+        workers,
+        leaseMs: intOption(values['lease-ms'], 'lease-ms', 30_000),
+        pollMs: intOption(values['poll-ms'], 'poll-ms', 1000),
+        ...(values['jwks-url'] ? { jwksUrl: values['jwks-url'] } : {}),
+        storeOptions,
+        logger,
+        env: process.env,
+      });
+    }
     case 'demo':
       return runDemo({
         db,

@@ -181,6 +181,16 @@ export class TaskService {
     return { task, outcome };
   }
 
+  /**
+   * Calls `onChange` whenever something may have happened to the task (an event committed here or in another
+   * process, or a "re-read" hint after a reconnect). Hints only: re-read the log. Returns the unsubscribe function.
+   */
+  watch(taskId: string, onChange: () => void): () => void {
+    return this.store.subscribe((n) => {
+      if (n.type === 'ready' || n.taskId === taskId) onChange();
+    });
+  }
+
   /** @throws BelayError RESULT_NOT_READY while the task has not finished */
   async getResult(who: Principal, id: string): Promise<Task> {
     const task = await this.getTask(who, id);

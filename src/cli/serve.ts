@@ -1,0 +1,87 @@
+/**
+ * `belay serve`: the gateway (REST) and, unless `--workers 0`, workers in the same process, on SQLite by default.
+ * Prints the URL and a usable API key. Graceful shutdown on SIGTERM/SIGINT.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Logger } from '../core/logger.js';
+import { systemClock } from '../core/clock.js';
+import { exampleRegistry, HttpDownstream, InMemoryDownstream, type Downstream } from '../examples/index.js';
+import { Authenticator, parseApiKeySpec, type ApiKeyEntry } from '../protocols/http/auth.js';
+import { faultPointsFromSpec } from '../runtime/fault-points.js';
+import { Worker } from '../runtime/worker.js';
+import { createBelayApp } from '../server/app.js';
+import { listen } from '../server/http-server.js';
+import { TaskService } from '../service/task-service.js';
+import { openStoreFromUrl } from './open-store.js';
+
+export interface ServeOptions {
+  db: string;
+  port: number;
+  host: string;
+  apiKeys: string[];
+  insecureNoAuth: boolean;
+  workers: number;
+  leaseMs: number;
+  pollMs: number;
+  jwksUrl?: string;
+  storeOptions: { sqliteSynchronous?: 'full' | 'normal' };
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+}
+
+/** Without configured keys, a development key is made once and kept next to the database, so it survives restarts. */
+function devKey(db: string): ApiKeyEntry {
+  const dir = /^postgres(ql)?:\/\//.test(db) ? '.belay' : dirname(db);
+  const file = join(dir, 'api-key');
+  let key: string;
+  if (existsSync(file)) key = readFileSync(file, 'utf8').trim();
+  else {
+    key = `belay_dev_${randomBytes(24).toString('base64url')}`;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  }
+  return { key, tenant: 'default', principal: 'admin', role: 'admin' };
+}
+
+export async function runServe(o: ServeOptions): Promise<number> {
+  const specs = [...o.apiKeys, ...(o.env.BELAY_API_KEYS ? o.env.BELAY_API_KEYS.split(',').map((s) => s.trim()).filter(Boolean) : [])];
+  const keys = specs.map(parseApiKeySpec);
+  const generated = !o.insecureNoAuth && keys.length === 0 && !o.jwksUrl ? devKey(o.db) : null;
+  if (generated) keys.push(generated);
+  const auth = new Authenticator({
+    apiKeys: keys,
+    insecureNoAuth: o.insecureNoAuth,
+    ...(o.jwksUrl ? { jwt: { jwksUrl: o.jwksUrl } } : {}),
+  });
+  const store = await openStoreFromUrl(o.db, o.storeOptions);
+  const downstream: Downstream = o.env.BELAY_DOWNSTREAM_URL ? new HttpDownstream(o.env.BELAY_DOWNSTREAM_URL) : new InMemoryDownstream();
+  const registry = exampleRegistry(downstream);
+  const service = new TaskService({ store, registry, clock: systemClock });
+  const app = createBelayApp({ service, auth });
+  const server = await listen(app.fetch, { port: o.port, host: o.host });
+  const worker =
+    o.workers > 0
+      ? new Worker({ store, registry, logger: o.logger, concurrency: o.workers, leaseMs: o.leaseMs, pollMs: o.pollMs, faultPoint: faultPointsFromSpec(o.env.BELAY_CRASH_AT) })
+      : null;
+  worker?.start();
+  console.log(`Belay listening on ${server.url} (store: ${o.db}, ${worker ? `${o.workers} worker slots` : 'no workers'})`);
+  if (o.insecureNoAuth) {
+    console.log('WARNING: --insecure-no-auth: every request runs as tenant "default" with admin rights. Never use this outside development.');
+  } else if (generated) {
+    console.log(`API key (tenant "default", admin): ${generated.key}`);
+  }
+  console.log(`Task types: ${registry.list().map((t) => `${t.name}@${t.version}`).join(', ')}`);
+  console.log(`READY ${server.url}`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+  console.log('shutting down: finishing current steps');
+  await server.close();
+  await worker?.stop();
+  await store.close();
+  console.log('STOPPED');
+  return 0;
+}

@@ -1,0 +1,51 @@
+/**
+ * @module server/app
+ * Assembles the HTTP fronts into one fetch-style handler: `app.fetch(request) => Response`, which `belay serve`
+ * runs on Node and which mounts into an existing app (Hono, or anything that speaks web-standard Request/Response).
+ */
+import { Hono } from 'hono';
+import { BelayError } from '../core/errors.js';
+import { DEFAULT_JSON_LIMITS, type JsonLimits } from '../core/limits.js';
+import type { TaskService } from '../service/task-service.js';
+import type { Authenticator } from '../protocols/http/auth.js';
+import { authenticate, type BelayEnv } from '../protocols/http/middleware.js';
+import { problemResponse } from '../protocols/http/problem.js';
+import { RateLimiter } from '../protocols/http/rate-limit.js';
+import { restRoutes } from '../protocols/rest/rest-routes.js';
+
+export interface BelayAppOptions {
+  service: TaskService;
+  auth: Authenticator;
+  /** Requests per second per principal, with a burst; null disables the limit. */
+  rateLimit?: { perSecond: number; burst: number } | null;
+  limits?: JsonLimits;
+  requireIdempotencyKey?: boolean;
+  /** SSE heartbeat comment interval (≤ 15 s keeps proxies from closing idle streams). */
+  heartbeatMs?: number;
+}
+
+export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
+  const { service } = options;
+  const app = new Hono<BelayEnv>();
+  const limits = options.limits ?? DEFAULT_JSON_LIMITS;
+  const rate = options.rateLimit === undefined ? { perSecond: 50, burst: 100 } : options.rateLimit;
+  const limiter = rate ? new RateLimiter(service.clock, rate.perSecond, rate.burst) : null;
+
+  app.onError((err, c) => problemResponse(err, new URL(c.req.url).pathname));
+  app.notFound((c) => problemResponse(new BelayError('NOT_FOUND', `No route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+
+  // Liveness and readiness stay unauthenticated so orchestrators can probe them; they reveal nothing about tasks.
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    try {
+      const version = await service.store.schemaVersion();
+      return c.json({ status: 'ready', schema_version: version });
+    } catch {
+      return c.json({ status: 'unavailable' }, 503);
+    }
+  });
+
+  app.use('/v1/*', authenticate(options.auth, limiter));
+  app.route('/', restRoutes({ service, limits, requireIdempotencyKey: options.requireIdempotencyKey ?? true, heartbeatMs: options.heartbeatMs ?? 15_000 }));
+  return app;
+}
