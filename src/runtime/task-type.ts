@@ -81,7 +81,7 @@ export class TaskTypeRegistry {
   /** The version new tasks of this type start on. */
   latest(name: string): TaskType<any, any> {
     const versions = this.byName.get(name);
-    if (!versions || versions.size === 0) throw new BelayError('UNKNOWN_TASK_TYPE', `No task type named "${name}"`, { details: { type: name } });
+    if (!versions || versions.size === 0) throw new BelayError('UNKNOWN_TASK_TYPE', `No task type named "${name}"`, { details: { task_type: name } });
     return versions.get(Math.max(...versions.keys()))!;
   }
 

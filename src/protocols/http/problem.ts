@@ -60,6 +60,8 @@ export function problemFor(e: unknown): { status: number; body: Problem; retryAf
   const status = HTTP_STATUS[err.code];
   const entry = ERROR_CATALOGUE[err.code];
   const body: Problem = {
+    // Extension members first, so they can never overwrite the standard ones.
+    ...(err.details && err.code !== 'INTERNAL' ? err.details : {}),
     type: problemType(err.code),
     title: entry.title,
     status,
@@ -68,7 +70,6 @@ export function problemFor(e: unknown): { status: number; body: Problem; retryAf
     code: err.code.toLowerCase(),
     owner: entry.owner,
     retryable: entry.retryable,
-    ...(err.details && err.code !== 'INTERNAL' ? err.details : {}),
   };
   return { status, body, ...(err.retryAfterMs !== undefined ? { retryAfterSeconds: Math.max(1, Math.ceil(err.retryAfterMs / 1000)) } : {}) };
 }
