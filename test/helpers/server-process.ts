@@ -18,10 +18,10 @@ export function spawnServer(opts: { db: string; apiKeys: string[]; workers?: num
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-10_000)));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-10_000)));
   const url = new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /READY (\S+)/.exec(out);
       if (m) resolve(m[1]!);
