@@ -102,3 +102,15 @@ export interface SideEffectRecord {
   appliedAt: number | null;
   fence: number;
 }
+
+/** What retention leaves of an expired task, so callers get 410 Gone instead of a bare 404. */
+export interface Tombstone {
+  id: string;
+  tenant: string;
+  type: string;
+  finalState: string;
+  createdBy: string;
+  createdAt: number;
+  terminalAt: number | null;
+  expiredAt: number;
+}

@@ -33,6 +33,8 @@ export interface WorkerOptions {
   /** Named crash points for chaos tests (see `runtime/fault-points.ts`). */
   faultPoint?: (label: string) => void;
   random?: () => number;
+  /** Whether this worker's sweep also applies retention (default true; the reconciler can own it instead). */
+  expireTasks?: boolean;
   /** Called after each task run ends (tests and metrics). */
   onRunEnd?: (taskId: string, outcome: RunOutcome) => void;
 }
@@ -204,6 +206,8 @@ export class Worker {
     if (!force && now - this.lastDeadlineSweep < this.deadlineSweepMs) return;
     this.lastDeadlineSweep = now;
     await expireDeadlines(this.store, now, this.logger);
+    // Retention that actually deletes: finished tasks past `expires_at` become tombstones (410 Gone).
+    if (this.options.expireTasks !== false) await this.store.expireTasks(now, 500);
   }
 }
 

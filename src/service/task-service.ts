@@ -12,7 +12,7 @@ import { DEFAULT_JSON_LIMITS, serializeJson, type JsonLimits } from '../core/lim
 import type { Json, SideEffectRecord, Task, TaskEvent } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 import { decideAnswer, decideCancel, type CancelOutcome } from '../core/transitions.js';
-import type { Store } from '../store/port.js';
+import type { Store, TaskPatch } from '../store/port.js';
 import type { TaskTypeRegistry } from '../runtime/task-type.js';
 import { fingerprint } from './canonical-json.js';
 
@@ -123,8 +123,35 @@ export class TaskService {
   /** @throws BelayError NOT_FOUND (also for another tenant's task) */
   async getTask(who: Principal, id: string): Promise<Task> {
     const task = await this.store.getTask(id, who.tenant);
-    if (!task || !canSee(who, task)) throw new BelayError('NOT_FOUND', 'No such task');
+    if (!task || !canSee(who, task)) throw await this.missing(who, id);
     return task;
+  }
+
+  /**
+   * The error for a task this caller cannot find: TASK_EXPIRED (410) when retention turned it into a tombstone the
+   * caller may see, otherwise NOT_FOUND, identical for a foreign and a missing task.
+   */
+  private async missing(who: Principal, id: string): Promise<BelayError> {
+    const tomb = await this.store.getTombstone(id, who.tenant);
+    if (tomb && (who.role !== 'member' || tomb.createdBy === who.principal)) {
+      return new BelayError('TASK_EXPIRED', 'The task expired under the retention policy', {
+        details: { final_state: tomb.finalState, expired_at: new Date(tomb.expiredAt).toISOString() },
+      });
+    }
+    return new BelayError('NOT_FOUND', 'No such task');
+  }
+
+  /** Runs a store transition, turning a missing task into NOT_FOUND or TASK_EXPIRED as `getTask` does. */
+  private async transitionFor(who: Principal, id: string, decide: (task: Task) => TaskPatch | null): Promise<Task> {
+    try {
+      return await this.store.transition(id, who.tenant, this.clock.now(), (task) => {
+        if (!canSee(who, task)) throw new BelayError('NOT_FOUND', 'No such task');
+        return decide(task);
+      });
+    } catch (e) {
+      if (e instanceof BelayError && e.code === 'NOT_FOUND') throw await this.missing(who, id);
+      throw e;
+    }
   }
 
   async listTasks(who: Principal, req: ListTasksRequest = {}): Promise<{ tasks: Task[]; nextCursor: string | null }> {
@@ -161,8 +188,7 @@ export class TaskService {
   async answer(who: Principal, id: string, req: { version: number; answer: unknown; key?: string }): Promise<Task> {
     serializeJson(req.answer, 'answer', this.limits);
     const now = this.clock.now();
-    return this.store.transition(id, who.tenant, now, (task) => {
-      if (!canSee(who, task)) throw new BelayError('NOT_FOUND', 'No such task');
+    return this.transitionFor(who, id, (task) => {
       const pending = task.pendingInput;
       if (pending && (req.key === undefined || req.key === pending.key) && task.version === req.version) this.checkAnswer(pending.schema, req.answer);
       return decideAnswer(task, { expectedVersion: req.version, ...(req.key === undefined ? {} : { key: req.key }), answer: req.answer as Json, now });
@@ -172,8 +198,7 @@ export class TaskService {
   /** Requests cancellation; idempotent. See `decideCancel` for the race outcomes. */
   async cancel(who: Principal, id: string, reason?: string): Promise<{ task: Task; outcome: CancelOutcome }> {
     let outcome: CancelOutcome = 'already_terminal';
-    const task = await this.store.transition(id, who.tenant, this.clock.now(), (t) => {
-      if (!canSee(who, t)) throw new BelayError('NOT_FOUND', 'No such task');
+    const task = await this.transitionFor(who, id, (t) => {
       const d = decideCancel(t, this.clock.now(), reason);
       outcome = d.outcome;
       return d.patch;

@@ -16,7 +16,7 @@
  * tests can move time.
  */
 import type { TaskError } from '../core/errors.js';
-import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../core/task.js';
+import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 
 export interface StoreCapabilities {
@@ -228,6 +228,15 @@ export interface Store {
    * claimable for longer than `graceMs` with nobody claiming them, or with no wake-up at all.
    */
   findStranded(now: number, graceMs: number, limit: number): Promise<Task[]>;
+
+  /**
+   * Retention: turns up to `limit` finished tasks whose `expires_at` has passed into tombstones, deleting their
+   * events, ledger and idempotency keys in the same transaction. Returns how many expired.
+   */
+  expireTasks(now: number, limit: number): Promise<number>;
+
+  /** With `tenant`, another tenant's tombstone is indistinguishable from none. */
+  getTombstone(id: string, tenant?: string): Promise<Tombstone | null>;
 
   /** Counts of tasks by state (operators, metrics, benchmarks). */
   countByState(): Promise<Record<string, number>>;

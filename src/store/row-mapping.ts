@@ -5,7 +5,7 @@
  * parsed twice.
  */
 import type { TaskError } from '../core/errors.js';
-import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../core/task.js';
+import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 
 export interface TaskRow {
@@ -129,3 +129,27 @@ export const PATCH_COLUMNS = {
   terminalAt: { column: 'terminal_at', json: false },
   expiresAt: { column: 'expires_at', json: false },
 } as const;
+
+export interface TombstoneRow {
+  id: string;
+  tenant: string;
+  type: string;
+  final_state: string;
+  created_by: string;
+  created_at: number;
+  terminal_at: number | null;
+  expired_at: number;
+}
+
+export function tombstoneFromRow(r: TombstoneRow): Tombstone {
+  return {
+    id: r.id,
+    tenant: r.tenant,
+    type: r.type,
+    finalState: r.final_state,
+    createdBy: r.created_by,
+    createdAt: Number(r.created_at),
+    terminalAt: r.terminal_at === null ? null : Number(r.terminal_at),
+    expiredAt: Number(r.expired_at),
+  };
+}

@@ -406,6 +406,28 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(await store.findStranded(T0 + 62_000, 60_000, 10)).toEqual([]);
     });
 
+    test('retention turns expired finished tasks into tombstones and deletes their rows', async () => {
+      const idem = { scope: 'demo', key: 'k-exp', fingerprint: 'f', expiresAt: T0 + 10 * 86_400_000 };
+      const { task } = await store.createTask(newTask(), idem);
+      const live = (await store.createTask(newTask())).task;
+      const { task: t, lease } = await claimOne();
+      expect(t.id).toBe(task.id);
+      await store.beginEffect(lease, 'e', T0);
+      await store.completeEffect(task.id, 'e', 1, T0);
+      await store.commit({ ...progressCommit(lease, t, T0 + 1), kind: 'complete', state: 'completed', leaseUntil: null, wakeAt: null, expiresAt: T0 + 5000, event: { kind: 'completed', body: { state: 'completed' } } });
+      expect(await store.expireTasks(T0 + 4999, 10)).toBe(0);
+      expect(await store.expireTasks(T0 + 5000, 10)).toBe(1);
+      expect(await store.getTask(task.id)).toBeNull();
+      expect(await store.listEvents(task.id, 0, 10)).toEqual([]);
+      expect(await store.listEffects(task.id)).toEqual([]);
+      expect(await store.getTombstone(task.id, 'acme')).toMatchObject({ id: task.id, finalState: 'completed', expiredAt: T0 + 5000, createdBy: 'alice' });
+      expect(await store.getTombstone(task.id, 'globex')).toBeNull();
+      // The idempotency key went with the task: reusing it is a new request.
+      expect((await store.createTask(newTask({ now: T0 + 6000 }), { ...idem, fingerprint: 'other' })).created).toBe(true);
+      expect((await store.getTask(live.id))!.state).toBe('submitted');
+      expect(await store.expireTasks(T0 + 99_999_999, 10)).toBe(0);
+    });
+
     test('subscribers hear committed events', async () => {
       const heard: StoreNotification[] = [];
       const off = store.subscribe((n) => heard.push(n));

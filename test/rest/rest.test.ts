@@ -332,6 +332,21 @@ for (const kind of storesUnderTest()) {
         expect((await client(server!.url, 'not-a-key')('GET', `/v1/agent-tasks/${id}`)).status).toBe(401);
       });
 
+      it('an expired task answers 410 Gone from its tombstone; to other tenants it stays a 404', async () => {
+        const created = await alice('POST', '/v1/agent-tasks', { body: { type: 'synthetic', input: {} }, headers: { 'idempotency-key': 'expiring' } });
+        const done = await waitFor(alice, created.body.id, ['completed']);
+        expect(done.expires_at).not.toBeNull();
+        expect(await store!.expireTasks(Date.parse(done.expires_at as string), 10)).toBe(1);
+        for (const path of ['', '/events', '/result', '/effects']) {
+          const r = await alice('GET', `/v1/agent-tasks/${created.body.id}${path}`);
+          expect(r.status).toBe(410);
+          expect(r.body).toMatchObject({ code: 'task_expired', final_state: 'completed' });
+        }
+        expect((await alice('POST', `/v1/agent-tasks/${created.body.id}/cancellation`)).status).toBe(410);
+        expect((await mallory('GET', `/v1/agent-tasks/${created.body.id}`)).status).toBe(404);
+        expect((await bob('GET', `/v1/agent-tasks/${created.body.id}`)).status).toBe(404);
+      });
+
       it('bad input: 413, 415, 400, 422, too-deep JSON, missing idempotency key; nothing persisted', async () => {
         await worker!.stop();
         let n = 0;

@@ -88,4 +88,22 @@ CREATE TABLE {{schema}}.idempotency_keys (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'tombstones',
+    breaking: false,
+    sql: `
+CREATE TABLE {{schema}}.tombstones (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  type TEXT NOT NULL,
+  final_state TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  terminal_at BIGINT,
+  expired_at BIGINT NOT NULL
+);
+CREATE INDEX tasks_expiry ON {{schema}}.tasks (expires_at) WHERE expires_at IS NOT NULL;
+`,
+  },
 ];

@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { BelayError } from '../../core/errors.js';
-import type { Json, SideEffectRecord, Task, TaskEvent, TaskEventKind } from '../../core/task.js';
+import type { Json, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../../core/task.js';
 import { planMigrations, type AppliedMigration } from '../migration.js';
 import type {
   BeginEffectOutcome,
@@ -38,7 +38,7 @@ import type {
   TaskListQuery,
   TaskPatch,
 } from '../port.js';
-import { PATCH_COLUMNS, effectFromRow, eventFromRow, json, taskFromRow, type EffectRow, type EventRow, type TaskRow } from '../row-mapping.js';
+import { PATCH_COLUMNS, effectFromRow, eventFromRow, json, taskFromRow, type EffectRow, type EventRow, type TaskRow, tombstoneFromRow, type TombstoneRow } from '../row-mapping.js';
 import { POSTGRES_MIGRATIONS, SCHEMA_PLACEHOLDER } from './migrations.js';
 
 export interface PostgresStoreOptions {
@@ -643,6 +643,33 @@ export class PostgresStore implements Store {
       [now - graceMs, limit],
     );
     return r.rows.map(taskFromRow);
+  }
+
+  async expireTasks(now: number, limit: number): Promise<number> {
+    // One statement: tombstone, delete the log, ledger and keys, and the row. SKIP LOCKED lets several sweepers
+    // run at once without waiting on each other or double-counting.
+    const r = await this.query<{ n: number }>(
+      `WITH doomed AS (
+         SELECT id FROM ${this.s}.tasks WHERE expires_at <= $1::bigint AND state IN ('completed','failed','canceled','rejected')
+         ORDER BY expires_at LIMIT $2::int FOR UPDATE SKIP LOCKED),
+       gone AS (DELETE FROM ${this.s}.tasks t USING doomed WHERE t.id = doomed.id RETURNING t.*),
+       ev AS (DELETE FROM ${this.s}.task_events e USING doomed WHERE e.task_id = doomed.id),
+       se AS (DELETE FROM ${this.s}.side_effects s USING doomed WHERE s.task_id = doomed.id),
+       ik AS (DELETE FROM ${this.s}.idempotency_keys k USING doomed WHERE k.task_id = doomed.id),
+       tb AS (INSERT INTO ${this.s}.tombstones (id, tenant, type, final_state, created_by, created_at, terminal_at, expired_at)
+              SELECT id, tenant, type, state, created_by, created_at, terminal_at, $1::bigint FROM gone ON CONFLICT (id) DO NOTHING RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [now, limit],
+    );
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  async getTombstone(id: string, tenant?: string): Promise<Tombstone | null> {
+    const r =
+      tenant === undefined
+        ? await this.query<TombstoneRow>(`SELECT * FROM ${this.s}.tombstones WHERE id = $1`, [id])
+        : await this.query<TombstoneRow>(`SELECT * FROM ${this.s}.tombstones WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    return r.rows[0] ? tombstoneFromRow(r.rows[0]) : null;
   }
 
   async countByState(): Promise<Record<string, number>> {

@@ -75,4 +75,23 @@ CREATE TABLE belay_idempotency_keys (
 ) STRICT, WITHOUT ROWID;
 `,
   },
+  {
+    version: 2,
+    name: 'tombstones',
+    breaking: false,
+    sql: `
+-- What is left of a task after retention: enough to answer 410 Gone instead of a bare 404.
+CREATE TABLE belay_tombstones (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  type TEXT NOT NULL,
+  final_state TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  terminal_at INTEGER,
+  expired_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX belay_tasks_expiry ON belay_tasks (expires_at) WHERE expires_at IS NOT NULL;
+`,
+  },
 ];

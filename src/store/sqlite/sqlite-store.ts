@@ -12,7 +12,7 @@
  */
 import Database from 'better-sqlite3';
 import { BelayError } from '../../core/errors.js';
-import type { Json, SideEffectRecord, Task, TaskEvent } from '../../core/task.js';
+import type { Json, SideEffectRecord, Task, TaskEvent, Tombstone } from '../../core/task.js';
 import { planMigrations, type AppliedMigration } from '../migration.js';
 import type {
   BeginEffectOutcome,
@@ -30,7 +30,7 @@ import type {
   TaskListQuery,
   TaskPatch,
 } from '../port.js';
-import { PATCH_COLUMNS, effectFromRow, eventFromRow, taskFromRow, type EffectRow, type EventRow, type TaskRow } from '../row-mapping.js';
+import { PATCH_COLUMNS, effectFromRow, eventFromRow, taskFromRow, tombstoneFromRow, type EffectRow, type EventRow, type TaskRow, type TombstoneRow } from '../row-mapping.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 export interface SqliteStoreOptions {
@@ -413,6 +413,37 @@ export class SqliteStore implements Store {
       )
       .all({ cutoff: now - graceMs, limit }) as TaskRow[];
     return rows.map(taskFromRow);
+  }
+
+  async expireTasks(now: number, limit: number): Promise<number> {
+    const tx = this.db.transaction((): number => {
+      const doomed = this.db
+        .prepare(`SELECT id FROM belay_tasks WHERE expires_at <= ? AND state IN ${TERMINAL_SQL} ORDER BY expires_at LIMIT ?`)
+        .all(now, limit) as Array<{ id: string }>;
+      for (const { id } of doomed) {
+        this.db
+          .prepare(
+            `INSERT OR IGNORE INTO belay_tombstones (id, tenant, type, final_state, created_by, created_at, terminal_at, expired_at)
+             SELECT id, tenant, type, state, created_by, created_at, terminal_at, ? FROM belay_tasks WHERE id = ?`,
+          )
+          .run(now, id);
+        this.db.prepare('DELETE FROM belay_task_events WHERE task_id = ?').run(id);
+        this.db.prepare('DELETE FROM belay_side_effects WHERE task_id = ?').run(id);
+        this.db.prepare('DELETE FROM belay_idempotency_keys WHERE task_id = ?').run(id);
+        this.db.prepare('DELETE FROM belay_tasks WHERE id = ?').run(id);
+      }
+      return doomed.length;
+    });
+    return tx.immediate();
+  }
+
+  async getTombstone(id: string, tenant?: string): Promise<Tombstone | null> {
+    const row = (
+      tenant === undefined
+        ? this.db.prepare('SELECT * FROM belay_tombstones WHERE id = ?').get(id)
+        : this.db.prepare('SELECT * FROM belay_tombstones WHERE id = ? AND tenant = ?').get(id, tenant)
+    ) as TombstoneRow | undefined;
+    return row ? tombstoneFromRow(row) : null;
   }
 
   async countByState(): Promise<Record<string, number>> {
