@@ -40,6 +40,7 @@ export const ERROR_CATALOGUE = {
   UNSUPPORTED_MEDIA_TYPE: { owner: 'caller', retryable: false, title: 'Unsupported media type' },
   RATE_LIMITED: { owner: 'caller', retryable: true, title: 'Too many requests' },
   TASK_EXPIRED: { owner: 'caller', retryable: false, title: 'The task expired under the retention policy' },
+  AUTHORIZATION_REVOKED: { owner: 'caller', retryable: false, title: 'The requester no longer has the authority this task needs' },
   UNAUTHORIZED: { owner: 'caller', retryable: false, title: 'Not authenticated' },
   FORBIDDEN: { owner: 'caller', retryable: false, title: 'Not allowed' },
   STORE_UNAVAILABLE: { owner: 'worker', retryable: true, title: 'The store is unavailable' },

@@ -10,6 +10,7 @@ import type { Clock } from '../core/clock.js';
 import type { Artifact, DeadlineAction, Json, JsonObject, PendingInput, Progress } from '../core/task.js';
 import { QUESTION_KEY } from '../core/transitions.js';
 import type { Lease, Store } from '../store/port.js';
+import { effectKind, type EffectReconciler } from './task-type.js';
 
 /** Thrown by `ask` when the answer is not there yet: the runner commits `input_required` and releases the lease. */
 export class PauseSignal extends Error {
@@ -62,6 +63,8 @@ export interface StepContextInit<Input, Checkpoint> {
   lease: Lease;
   defaultInputTimeoutMs: number;
   defaultOnDeadline: DeadlineAction;
+  /** The task type's reconcilers by effect kind, used when `once` finds an effect whose outcome is unknown. */
+  reconcilers: Record<string, EffectReconciler>;
   /** Commits a sub-step (same step index) and keeps the lease. */
   saveSubstep(checkpoint: Checkpoint, progress: Progress, artifacts: Artifact[] | undefined): Promise<void>;
   faultPoint(label: string): void;
@@ -161,7 +164,15 @@ export class StepContext<Input = unknown, Checkpoint = Json> {
     if (begun.status === 'lease_lost' || begun.status === 'cancel_requested') throw new StopSignal(begun.status);
     const idempotencyKey = `${this.taskId}:${key}`;
     let result: Json | undefined;
-    if (begun.status === 'uncertain' && options.reconcile) result = await options.reconcile(idempotencyKey, this.signal);
+    if (begun.status === 'uncertain') {
+      // Sent before and never confirmed: ask downstream what happened before trying again.
+      const kindReconciler = this.init.reconcilers[effectKind(key)];
+      if (options.reconcile) result = await options.reconcile(idempotencyKey, this.signal);
+      else if (kindReconciler) {
+        const found = await kindReconciler({ key, kind: effectKind(key), startedAt: begun.startedAt }, idempotencyKey, this.signal);
+        if (found.applied) result = found.result;
+      }
+    }
     if (result === undefined) {
       this.init.faultPoint('before-effect');
       result = await fn(idempotencyKey, this.signal);
@@ -202,6 +213,14 @@ export class StepContext<Input = unknown, Checkpoint = Json> {
       ...(q.context === undefined ? {} : { context: q.context }),
       askedAt: now,
     });
+  }
+
+  /**
+   * Reaches a named crash point (`runtime/fault-points.ts`): a no-op unless the worker was started with one selected
+   * (`BELAY_CRASH_AT`, chaos tests). For helpers built on steps, such as the agent loop, to mark their own moments.
+   */
+  faultPoint(label: string): void {
+    this.init.faultPoint(label);
   }
 
   /** Throws StopSignal when the task was cancelled or the lease lost. Call it between bounded units of work. */

@@ -11,10 +11,10 @@ import type { Clock } from '../core/clock.js';
 import { BelayError, RetryableError, TerminalError, coerceError, isBelayError, taskErrorFrom, type TaskError } from '../core/errors.js';
 import { serializeJson } from '../core/limits.js';
 import type { Logger } from '../core/logger.js';
-import type { Artifact, Json, Progress, Task, TaskEventKind } from '../core/task.js';
+import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEventKind } from '../core/task.js';
 import type { ClaimedTask, CommitKind, Lease, Store, TaskCommit } from '../store/port.js';
 import { PauseSignal, StepContext, StopSignal } from './step-context.js';
-import type { TaskType } from './task-type.js';
+import { effectKind, type TaskType } from './task-type.js';
 
 export interface RunnerEnvironment {
   store: Store;
@@ -27,9 +27,16 @@ export interface RunnerEnvironment {
   faultPoint(label: string): void;
   /** True once the worker is shutting down: finish the current step, then give the lease back. */
   draining(): boolean;
+  /** Built-in re-validation: a requester disabled since the task started is refused on resume. */
+  principals?: PrincipalDirectory;
 }
 
-export type RunOutcome = 'completed' | 'failed' | 'canceled' | 'paused' | 'retry' | 'lease_lost' | 'released' | 'store_error';
+/** Who may still act. Backed by the store's disabled-principals list, or by the product's own directory. */
+export interface PrincipalDirectory {
+  isDisabled(tenant: string, principal: string): Promise<boolean>;
+}
+
+export type RunOutcome = 'completed' | 'failed' | 'canceled' | 'cancel_pending' | 'paused' | 'retry' | 'lease_lost' | 'released' | 'store_error';
 
 /** Thrown internally when a step's output cannot be committed (checkpoint or result not serialisable). */
 class CommitInputError extends Error {
@@ -123,7 +130,12 @@ export class TaskRunner {
     }
     this.env.faultPoint('after-claim');
     let step = this.task.step;
+    const fresh = step === 0 && this.task.checkpoint === null && this.task.attempts <= 1;
     let checkpoint: Json = step === 0 && this.task.checkpoint === null ? (this.type.initialCheckpoint(this.task.input) as Json) : this.task.checkpoint;
+    if (!fresh) {
+      const verdict = await this.revalidate(step, checkpoint);
+      if (verdict) return verdict;
+    }
     let attempt = this.task.attempts;
     while (step < this.type.steps.length) {
       const def = this.type.steps[step]!;
@@ -145,6 +157,7 @@ export class TaskRunner {
         lease: this.lease,
         defaultInputTimeoutMs: this.type.defaultInputTimeoutMs ?? this.env.defaultInputTimeoutMs,
         defaultOnDeadline: this.type.onDeadline ?? 'fail',
+        reconcilers: this.type.reconcilers ?? {},
         saveSubstep: (cp, progress, artifacts) => this.saveSubstep(step, cp, progress, artifacts),
         faultPoint: (label) => this.env.faultPoint(label),
       });
@@ -191,6 +204,48 @@ export class TaskRunner {
       }
     }
     return 'completed';
+  }
+
+  /**
+   * Re-validation on resume: the checkpoint says where the task stopped, not that its requester may still act.
+   * Returns an outcome when the task must not go on.
+   */
+  private async revalidate(step: number, checkpoint: Json): Promise<RunOutcome | null> {
+    const { tenant, createdBy } = this.task;
+    if (this.env.principals && (await this.env.principals.isDisabled(tenant, createdBy))) {
+      return this.finishFailed(taskErrorFrom('AUTHORIZATION_REVOKED', `The requester "${createdBy}" has been disabled since the task started`, { principal: createdBy }));
+    }
+    if (!this.type.revalidate) return null;
+    const reason = this.task.attempts > 1 ? (this.task.error ? 'retry' : 'recovery') : 'resume';
+    const verdict = await this.type.revalidate({
+      taskId: this.task.id,
+      requester: { tenant, principal: createdBy },
+      input: this.task.input,
+      checkpoint,
+      step,
+      reason,
+      answers: this.task.answers,
+      signal: this.controller.signal,
+    });
+    if (!verdict || 'ok' in verdict) return null;
+    if ('fail' in verdict) return this.finishFailed({ code: verdict.fail.code, message: verdict.fail.message, owner: 'caller', retryable: false, details: { step: this.stepName(step), revalidation: true } });
+    const now = this.env.clock.now();
+    const out = await this.commitPause(
+      {
+        key: verdict.ask.key,
+        question: verdict.ask.question,
+        schema: verdict.ask.schema,
+        deadlineAt: now + (verdict.ask.timeoutMs ?? this.type.defaultInputTimeoutMs ?? this.env.defaultInputTimeoutMs),
+        onDeadline: this.type.onDeadline ?? 'fail',
+        ...(verdict.ask.context === undefined ? {} : { context: verdict.ask.context }),
+        askedAt: now,
+      },
+      step,
+      checkpoint,
+      undefined,
+    );
+    // An answer already given means the hook has what it asked for: go on.
+    return out === 'answer_arrived' ? null : out;
   }
 
   private stepName(index: number): string {
@@ -297,21 +352,26 @@ export class TaskRunner {
   private async pause(ctx: StepContext<any, any>, signal: PauseSignal): Promise<RunOutcome | 'answer_arrived'> {
     this.progress = ctx.currentProgress;
     if (ctx.changedArtifacts) this.artifacts = ctx.changedArtifacts;
-    const pending = signal.pending;
+    return this.commitPause(signal.pending, ctx.stepIndex, ctx.checkpoint as Json, ctx.changedArtifacts);
+  }
+
+  /** Commits `input_required` with the question and releases the lease: the pause costs one row. */
+  private async commitPause(pending: PendingInput, stepIndex: number, checkpoint: Json, artifacts: Artifact[] | undefined): Promise<RunOutcome | 'answer_arrived'> {
+    const stepName = this.stepName(stepIndex);
     try {
       serializeJson(pending, 'question');
-      this.checkSerializable(ctx.checkpoint as Json, 'checkpoint');
+      this.checkSerializable(checkpoint, 'checkpoint');
     } catch (e) {
       const err = e instanceof CommitInputError ? e.cause : isBelayError(e) ? e : new BelayError('INVALID_JSON', coerceError(e).message);
-      return this.finishFailed(taskErrorFrom(err.code, err.message, { step: ctx.stepName }));
+      return this.finishFailed(taskErrorFrom(err.code, err.message, { step: stepName }));
     }
     const out = await this.env.store.commit({
-      ...this.base('pause', ctx.stepIndex, ctx.checkpoint as Json, {
+      ...this.base('pause', stepIndex, checkpoint, {
         kind: 'input_required',
         body: {
           state: 'input_required',
-          step: ctx.stepIndex,
-          step_name: ctx.stepName,
+          step: stepIndex,
+          step_name: stepName,
           key: pending.key,
           question: pending.question,
           schema: pending.schema,
@@ -321,7 +381,7 @@ export class TaskRunner {
       }),
       state: 'input_required',
       pendingInput: pending,
-      artifacts: ctx.changedArtifacts,
+      artifacts,
       wakeAt: pending.deadlineAt,
     });
     if (out.ok) return 'paused';
@@ -370,7 +430,24 @@ export class TaskRunner {
     return 'lease_lost';
   }
 
+  /**
+   * Which effects happened: applied (the ledger has their result), uncertain (sent, never confirmed), and never
+   * started (planned by the task type and absent from the ledger). Compensations are reported apart.
+   */
+  private effectsReport(effects: SideEffectRecord[]): { effects_applied: string[]; effects_uncertain: string[]; effects_not_started: string[] } {
+    const own = effects.filter((e) => !e.key.startsWith('compensate:'));
+    const known = new Set(own.map((e) => e.key));
+    const planned = this.type.plannedEffects ? this.type.plannedEffects(this.committedCheckpoint, this.task.input) : [];
+    return {
+      effects_applied: own.filter((e) => e.status === 'applied').map((e) => e.key),
+      effects_uncertain: own.filter((e) => e.status === 'pending').map((e) => e.key),
+      effects_not_started: planned.filter((k) => !known.has(k)),
+    };
+  }
+
   private async finishFailed(error: TaskError): Promise<RunOutcome> {
+    const report = this.effectsReport(await this.env.store.listEffects(this.task.id));
+    error = { ...error, details: { ...error.details, ...report } };
     const now = this.env.clock.now();
     const out = await this.env.store.commit({
       ...this.base('fail', this.committedStep, this.committedCheckpoint, { kind: 'failed', body: { state: 'failed', error: error as unknown as Json } }),
@@ -382,23 +459,93 @@ export class TaskRunner {
     return this.afterRefusedCommit(out.reason);
   }
 
-  /** Commits `canceled`, reporting which effects had already happened (they are never hidden). */
+  /**
+   * Carries a cancellation out. Effects whose outcome is unknown are reconciled first (a cancellation that cannot
+   * stop external work stays "cancel requested" until the outcome is known); then declared compensations run, each
+   * once, as its own ledgered effect `compensate:<key>`; then `canceled` is committed with the full report.
+   * Failure semantics: a crash anywhere here leaves the task working with its cancellation requested; the next
+   * claim resumes this procedure, and the ledger keeps every compensation to one application.
+   */
   private async finishCanceled(): Promise<RunOutcome> {
-    const effects = await this.env.store.listEffects(this.task.id);
-    const applied = effects.filter((e) => e.status === 'applied').map((e) => e.key);
-    const uncertain = effects.filter((e) => e.status === 'pending').map((e) => e.key);
-    const error = taskErrorFrom('CANCELLED', 'Cancelled on request', { effects_applied: applied, effects_uncertain: uncertain });
+    // The step's signal has fired (that is how the cancellation reached it); compensations get their own.
+    const signal = new AbortController().signal;
+    let effects = await this.env.store.listEffects(this.task.id);
+    const reconciled: Array<{ key: string; applied: boolean }> = [];
+    let unknown = 0;
+    for (const e of effects.filter((x) => x.status === 'pending' && !x.key.startsWith('compensate:'))) {
+      const reconciler = this.type.reconcilers?.[effectKind(e.key)];
+      if (!reconciler) continue;
+      try {
+        const found = await reconciler({ key: e.key, kind: effectKind(e.key), startedAt: e.startedAt }, `${this.task.id}:${e.key}`, signal);
+        if (found.applied) await this.env.store.completeEffect(this.task.id, e.key, found.result, this.env.clock.now());
+        reconciled.push({ key: e.key, applied: found.applied });
+      } catch (err) {
+        unknown += 1;
+        this.env.logger.warn({ taskId: this.task.id, effect: e.key, err: coerceError(err) }, 'outcome still unknown; cancellation stays requested');
+      }
+    }
+    if (unknown > 0) return this.settleLater(`${unknown} effect outcome(s) still unknown`);
+    if (reconciled.length > 0) effects = await this.env.store.listEffects(this.task.id);
+
+    const compensations: Array<{ effect: string; status: 'compensated'; result: Json }> = [];
+    const applied = effects.filter((e) => e.status === 'applied' && !e.key.startsWith('compensate:')).reverse();
+    for (const e of applied) {
+      const compensate = this.type.compensations?.[effectKind(e.key)];
+      if (!compensate) continue;
+      const key = `compensate:${e.key}`;
+      const begun = await this.env.store.beginEffect(this.lease, key, this.env.clock.now(), { duringCancel: true });
+      if (begun.status === 'lease_lost') return 'lease_lost';
+      let result: Json;
+      if (begun.status === 'applied') result = begun.result;
+      else {
+        try {
+          result = await compensate({ key: e.key, kind: effectKind(e.key), result: e.result, startedAt: e.startedAt }, `${this.task.id}:${key}`, signal);
+        } catch (err) {
+          this.env.logger.warn({ taskId: this.task.id, effect: key, err: coerceError(err) }, 'compensation failed; will retry');
+          return this.settleLater(`compensation of ${e.key} failed: ${coerceError(err).message}`);
+        }
+        this.env.faultPoint('after-effect-sent');
+        await this.env.store.completeEffect(this.task.id, key, result, this.env.clock.now());
+        this.env.faultPoint('after-ledger-write');
+      }
+      compensations.push({ effect: e.key, status: 'compensated', result });
+    }
+
+    const report = this.effectsReport(await this.env.store.listEffects(this.task.id));
+    const notApplied = reconciled.filter((r) => !r.applied).map((r) => r.key);
+    const details = {
+      ...report,
+      effects_uncertain: report.effects_uncertain.filter((k) => !notApplied.includes(k)),
+      effects_not_applied: notApplied,
+      compensations: compensations as unknown as Json,
+    };
+    const error = taskErrorFrom('CANCELLED', 'Cancelled on request', details);
     const now = this.env.clock.now();
     const out = await this.env.store.commit({
-      ...this.base('cancel', this.committedStep, this.committedCheckpoint, {
-        kind: 'canceled',
-        body: { state: 'canceled', effects_applied: applied, effects_uncertain: uncertain },
-      }),
+      ...this.base('cancel', this.committedStep, this.committedCheckpoint, { kind: 'canceled', body: { state: 'canceled', ...details } }),
       state: 'canceled',
       error,
       expiresAt: now + this.env.retentionMs,
     });
     if (out.ok) return 'canceled';
     return 'lease_lost';
+  }
+
+  /** Keeps the task working with its cancellation requested and comes back later (backoff, jittered). */
+  private async settleLater(why: string): Promise<RunOutcome> {
+    const attempt = Math.max(1, this.task.attempts);
+    const policy = this.type.retryPolicy;
+    const backoff = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (attempt - 1));
+    const delay = Math.floor(backoff / 2 + (this.env.random() * backoff) / 2);
+    const now = this.env.clock.now();
+    const out = await this.env.store.commit({
+      ...this.base('settle', this.committedStep, this.committedCheckpoint, {
+        kind: 'retry_scheduled',
+        body: { state: 'working', cancel_requested: true, reason: why, retry_at: now + delay },
+      }),
+      wakeAt: now + delay,
+      error: taskErrorFrom('CANCEL_REQUESTED', `Cancellation requested; waiting to settle: ${why}`),
+    });
+    return out.ok ? 'cancel_pending' : 'lease_lost';
   }
 }

@@ -26,6 +26,49 @@ export interface StepDefinition<Input, Checkpoint> {
   run(ctx: StepContext<Input, Checkpoint>): Promise<Checkpoint>;
 }
 
+/** An effect as the ledger knows it. Its kind is the key's prefix before the first `:` (`revoke:grant-7` → `revoke`). */
+export interface LedgerEffect {
+  key: string;
+  kind: string;
+  result: Json;
+  startedAt: number;
+}
+
+export function effectKind(key: string): string {
+  const i = key.indexOf(':');
+  return i < 0 ? key : key.slice(0, i);
+}
+
+/** What a resumed task is told when it is claimed again after a pause, a crash or a retry. */
+export interface ResumeContext<Input, Checkpoint> {
+  taskId: string;
+  requester: { tenant: string; principal: string };
+  input: Input;
+  checkpoint: Checkpoint;
+  /** Index of the step about to run. */
+  step: number;
+  reason: 'resume' | 'recovery' | 'retry';
+  answers: Record<string, Json>;
+  signal: AbortSignal;
+}
+
+/**
+ * A checkpoint proves where execution stopped; it does not grant permanent permission. `revalidate` re-checks the
+ * requester's authority and the product state the task depends on: return nothing to go on, `fail` to end the task
+ * (no further effect runs), or `ask` to pause with a question (the answer is in `answers` next time).
+ */
+export type RevalidateOutcome =
+  | void
+  | { ok: true }
+  | { fail: { code: string; message: string } }
+  | { ask: { key: string; question: string; schema: JsonObject; timeoutMs?: number; context?: Json } };
+
+/** Learns, from downstream, whether an effect whose outcome is unknown happened. Throwing means "still unknown". */
+export type EffectReconciler = (effect: { key: string; kind: string; startedAt: number }, idempotencyKey: string, signal: AbortSignal) => Promise<{ applied: true; result: Json } | { applied: false }>;
+
+/** Undoes an applied effect after cancellation; runs once, as its own ledgered effect keyed `compensate:<key>`. */
+export type EffectCompensation = (effect: LedgerEffect, idempotencyKey: string, signal: AbortSignal) => Promise<Json>;
+
 export interface TaskTypeDefinition<Input = unknown, Checkpoint = Json> {
   name: string;
   version: number;
@@ -41,6 +84,14 @@ export interface TaskTypeDefinition<Input = unknown, Checkpoint = Json> {
   onDeadline?: DeadlineAction;
   /** Default time to answer a question. */
   defaultInputTimeoutMs?: number;
+  /** Re-validation on every claim after a pause, a crash or a retry (see RevalidateOutcome). */
+  revalidate?(ctx: ResumeContext<Input, Checkpoint>): Promise<RevalidateOutcome>;
+  /** Per effect kind: how to learn the outcome of an effect that was sent and never confirmed. */
+  reconcilers?: Record<string, EffectReconciler>;
+  /** Per effect kind: how to undo an applied effect after cancellation. */
+  compensations?: Record<string, EffectCompensation>;
+  /** Every effect key the task would apply from this checkpoint on, for the "never started" part of a report. */
+  plannedEffects?(checkpoint: Checkpoint, input: Input): string[];
 }
 
 export interface TaskType<Input = unknown, Checkpoint = Json> extends TaskTypeDefinition<Input, Checkpoint> {

@@ -82,11 +82,18 @@ export interface ClaimedTask {
   lease: Lease;
 }
 
-export type CommitKind = 'progress' | 'pause' | 'complete' | 'fail' | 'retry' | 'cancel';
+/**
+ * `settle`: the task stays `working` with its cancellation requested while the worker waits to learn the outcome of
+ * effects it could not stop (released lease, wake-up later). Like `cancel`, it is allowed after a cancel request.
+ */
+export type CommitKind = 'progress' | 'pause' | 'complete' | 'fail' | 'retry' | 'cancel' | 'settle';
+
+/** Commit kinds a cancellation request does not refuse: the ones that carry the cancellation out. */
+export const CANCEL_COMMIT_KINDS: readonly CommitKind[] = ['cancel', 'settle'];
 
 /**
  * One fenced step commit. The adapter writes every listed column and one event, or nothing.
- * Conditions: `fence` still current and state `working`; unless `kind` is `cancel`, no cancellation requested;
+ * Conditions: `fence` still current and state `working`; unless `kind` is in CANCEL_COMMIT_KINDS, no cancellation requested;
  * for `pause`, the question's key not answered yet (an early answer is not lost: the worker re-runs the step).
  */
 export interface TaskCommit {
@@ -114,6 +121,11 @@ export interface TaskCommit {
 export type CommitOutcome =
   | { ok: true; seq: number; version: number }
   | { ok: false; reason: 'lease_lost' | 'cancel_requested' | 'answer_arrived' };
+
+export interface BeginEffectOptions {
+  /** Compensations run after a cancellation was requested: the lease still fences them, the request does not. */
+  duringCancel?: boolean;
+}
 
 export type BeginEffectOutcome =
   /** No record: the caller may run the effect now (a `pending` record was written first). */
@@ -206,7 +218,7 @@ export interface Store {
    * The run-once ledger's first half: look up `(taskId, key)` and, when absent, write a `pending` record — but only
    * while the lease is current and no cancellation was requested. One round trip where the dialect allows.
    */
-  beginEffect(lease: Lease, key: string, now: number): Promise<BeginEffectOutcome>;
+  beginEffect(lease: Lease, key: string, now: number, options?: BeginEffectOptions): Promise<BeginEffectOutcome>;
 
   /** The ledger's second half: records the effect's result. Not fenced: the downstream did apply it. */
   completeEffect(taskId: string, key: string, result: Json, now: number): Promise<void>;

@@ -22,7 +22,9 @@ import pg from 'pg';
 import { BelayError } from '../../core/errors.js';
 import type { Json, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../../core/task.js';
 import { planMigrations, type AppliedMigration } from '../migration.js';
+import { CANCEL_COMMIT_KINDS } from '../port.js';
 import type {
+  BeginEffectOptions,
   BeginEffectOutcome,
   ClaimRequest,
   ClaimedTask,
@@ -480,7 +482,7 @@ export class PostgresStore implements Store {
 
   async commit(c: TaskCommit): Promise<CommitOutcome> {
     const terminal = c.state === 'completed' || c.state === 'failed' || c.state === 'canceled';
-    const checkCancel = c.kind !== 'cancel';
+    const checkCancel = !CANCEL_COMMIT_KINDS.includes(c.kind);
     const answerKey = c.kind === 'pause' && c.pendingInput ? c.pendingInput.key : null;
     const values: unknown[] = [
       c.lease.taskId,
@@ -517,13 +519,13 @@ export class PostgresStore implements Store {
     );
     const t = r.rows[0];
     if (!t || Number(t.fence) !== c.lease.fence || t.state !== 'working') return { ok: false, reason: 'lease_lost' };
-    if (c.kind !== 'cancel' && t.cancel_requested_at !== null) return { ok: false, reason: 'cancel_requested' };
+    if (!CANCEL_COMMIT_KINDS.includes(c.kind) && t.cancel_requested_at !== null) return { ok: false, reason: 'cancel_requested' };
     return { ok: false, reason: 'answer_arrived' };
   }
 
   // ---- the run-once ledger ---------------------------------------------------------------------------------------
 
-  async beginEffect(lease: Lease, key: string, now: number): Promise<BeginEffectOutcome> {
+  async beginEffect(lease: Lease, key: string, now: number, options: BeginEffectOptions = {}): Promise<BeginEffectOutcome> {
     // One statement: read the ledger row, share-lock the task row (so a claim or cancellation cannot commit between
     // the check and the insert; it waits for this statement instead), and write `pending` only when there is no
     // record and the lease is current with no cancellation requested.
@@ -544,19 +546,19 @@ export class PostgresStore implements Store {
          INSERT INTO ${this.s}.side_effects (task_id, effect_key, status, result, fence, started_at)
          SELECT $1::text, $2::text, 'pending', NULL, $3::bigint, $4::bigint
           WHERE NOT EXISTS (SELECT 1 FROM ex)
-            AND EXISTS (SELECT 1 FROM t WHERE t.fence = $3::bigint AND t.state = 'working' AND t.cancel_requested_at IS NULL)
+            AND EXISTS (SELECT 1 FROM t WHERE t.fence = $3::bigint AND t.state = 'working' AND ($5::boolean OR t.cancel_requested_at IS NULL))
          ON CONFLICT (task_id, effect_key) DO NOTHING
          RETURNING 1
        )
        SELECT (SELECT count(*) FROM ins) AS inserted, ex.status, ex.result, ex.started_at, t.fence, t.state, t.cancel_requested_at
          FROM (VALUES (1)) AS one (x) LEFT JOIN ex ON true LEFT JOIN t ON true`,
-      [lease.taskId, key, lease.fence, now],
+      [lease.taskId, key, lease.fence, now, options.duringCancel === true],
     );
     const row = r.rows[0]!;
     if (Number(row.inserted) > 0) return { status: 'started' };
     if (row.status === 'applied') return { status: 'applied', result: row.result === null ? null : json(row.result) };
     if (row.fence === null || Number(row.fence) !== lease.fence || row.state !== 'working') return { status: 'lease_lost' };
-    if (row.cancel_requested_at !== null) return { status: 'cancel_requested' };
+    if (row.cancel_requested_at !== null && !options.duringCancel) return { status: 'cancel_requested' };
     if (row.status !== null) return { status: 'uncertain', startedAt: Number(row.started_at) };
     // A concurrent beginEffect for the same key inserted first (invisible to this statement's snapshot).
     const again = await this.query<{ status: string; result: unknown; started_at: number }>(

@@ -14,7 +14,9 @@ import Database from 'better-sqlite3';
 import { BelayError } from '../../core/errors.js';
 import type { Json, SideEffectRecord, Task, TaskEvent, Tombstone } from '../../core/task.js';
 import { planMigrations, type AppliedMigration } from '../migration.js';
+import { CANCEL_COMMIT_KINDS } from '../port.js';
 import type {
+  BeginEffectOptions,
   BeginEffectOutcome,
   ClaimRequest,
   ClaimedTask,
@@ -309,7 +311,7 @@ export class SqliteStore implements Store {
           terminal_at: terminal ? c.now : null,
           expires_at: c.expiresAt,
           now: c.now,
-          check_cancel: c.kind === 'cancel' ? 0 : 1,
+          check_cancel: CANCEL_COMMIT_KINDS.includes(c.kind) ? 0 : 1,
           answer_key: c.kind === 'pause' && c.pendingInput ? c.pendingInput.key : null,
         }) as { seq: number; version: number } | undefined;
       if (!row) return this.diagnose(c);
@@ -327,11 +329,11 @@ export class SqliteStore implements Store {
       | { fence: number; state: string; cancel_requested_at: number | null; answers: string }
       | undefined;
     if (!r || Number(r.fence) !== c.lease.fence || r.state !== 'working') return { ok: false, reason: 'lease_lost' };
-    if (c.kind !== 'cancel' && r.cancel_requested_at !== null) return { ok: false, reason: 'cancel_requested' };
+    if (!CANCEL_COMMIT_KINDS.includes(c.kind) && r.cancel_requested_at !== null) return { ok: false, reason: 'cancel_requested' };
     return { ok: false, reason: 'answer_arrived' };
   }
 
-  async beginEffect(lease: Lease, key: string, now: number): Promise<BeginEffectOutcome> {
+  async beginEffect(lease: Lease, key: string, now: number, options: BeginEffectOptions = {}): Promise<BeginEffectOutcome> {
     const tx = this.db.transaction((): BeginEffectOutcome => {
       const existing = this.db
         .prepare('SELECT status, result, started_at FROM belay_side_effects WHERE task_id = ? AND effect_key = ?')
@@ -341,7 +343,7 @@ export class SqliteStore implements Store {
         | { fence: number; state: string; cancel_requested_at: number | null }
         | undefined;
       if (!t || Number(t.fence) !== lease.fence || t.state !== 'working') return { status: 'lease_lost' };
-      if (t.cancel_requested_at !== null) return { status: 'cancel_requested' };
+      if (t.cancel_requested_at !== null && !options.duringCancel) return { status: 'cancel_requested' };
       if (existing) return { status: 'uncertain', startedAt: Number(existing.started_at) };
       this.db
         .prepare(`INSERT INTO belay_side_effects (task_id, effect_key, status, result, fence, started_at) VALUES (?, ?, 'pending', NULL, ?, ?)`)
