@@ -2,10 +2,19 @@
  * @module runtime/fault-points
  * Named crash points in the real code path (FoundationDB's lesson: faults in production code, selected by a seed
  * or setting, never mocks). Labels: after-claim, before-effect, after-effect-sent, after-ledger-write,
- * before-step-commit, after-step-commit.
+ * before-step-commit, after-step-commit, and after-model-turn (an agent task type's model response was committed and
+ * none of its tool calls has run yet; see `agent/define-agent-task-type.ts`).
  */
 
-export const FAULT_LABELS = ['after-claim', 'before-effect', 'after-effect-sent', 'after-ledger-write', 'before-step-commit', 'after-step-commit'] as const;
+export const FAULT_LABELS = [
+  'after-claim',
+  'before-effect',
+  'after-effect-sent',
+  'after-ledger-write',
+  'before-step-commit',
+  'after-step-commit',
+  'after-model-turn',
+] as const;
 
 /**
  * Parses `label:nth[,label:nth...]` (for example `after-effect-sent:3`) into a fault-point function that calls
