@@ -114,3 +114,23 @@ export interface Tombstone {
   terminalAt: number | null;
   expiredAt: number;
 }
+
+/**
+ * Where to send a task's updates (an A2A `TaskPushNotificationConfig`, stored durably per tenant and task).
+ * Delivery (signing, retries, SSRF checks at dispatch) is the delivery dispatcher's job; the store only keeps these.
+ */
+export interface PushConfig {
+  /** Unique per task: given by the client or generated. */
+  id: string;
+  taskId: string;
+  tenant: string;
+  createdBy: string;
+  /** An http(s) URL, checked at registration (scheme, length, no userinfo). */
+  url: string;
+  /** Echoed to the receiver so it can tell this task's notifications apart. */
+  token: string | null;
+  /** Sent as `Authorization: <scheme> <credentials>`. A secret: never logged. */
+  authentication: { scheme: string; credentials: string | null } | null;
+  createdAt: number;
+  updatedAt: number;
+}

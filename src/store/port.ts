@@ -16,7 +16,7 @@
  * tests can move time.
  */
 import type { TaskError } from '../core/errors.js';
-import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
+import type { Artifact, Json, PendingInput, Progress, PushConfig, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 
 export interface StoreCapabilities {
@@ -40,6 +40,11 @@ export interface NewTask {
   createdBy: string;
   callbackUrl: string | null;
   now: number;
+  /**
+   * Extra members recorded in the task's `created` event, next to `state`, `type` and `type_version` (which win on a
+   * clash): a front's durable record of the request, for example the A2A message that started the task.
+   */
+  createdEvent?: Record<string, Json>;
 }
 
 export interface IdempotencyClaim {
@@ -145,10 +150,24 @@ export interface TaskListQuery {
   type?: string;
   createdFrom?: number;
   createdTo?: number;
-  /** Newest first; the cursor is the last item of the previous page. */
+  /** Newest first; the cursor is the last item of the previous page (order `created`). */
   after?: { createdAt: number; id: string };
+  /** Only tasks of this context. */
+  contextId?: string;
+  /** Only tasks whose last change (`updated_at`, the status timestamp) is at or after this instant. */
+  updatedFrom?: number;
+  /**
+   * `created` (default): newest `created_at` first. `updated`: newest `updated_at` first, ties by id descending
+   * (A2A ListTasks sorts by status timestamp); its cursor is `afterUpdated`.
+   */
+  order?: 'created' | 'updated';
+  /** Cursor for order `updated`: the last item of the previous page. */
+  afterUpdated?: { updatedAt: number; id: string };
   limit: number;
 }
+
+/** The filters of a TaskListQuery, for counting (A2A ListTasks reports the total before paging). */
+export type TaskCountQuery = Omit<TaskListQuery, 'after' | 'afterUpdated' | 'order' | 'limit'>;
 
 /**
  * A cold-path change decided by `store/transitions.ts` from the current row. The adapter writes it only if the row
@@ -243,12 +262,31 @@ export interface Store {
 
   /**
    * Retention: turns up to `limit` finished tasks whose `expires_at` has passed into tombstones, deleting their
-   * events, ledger and idempotency keys in the same transaction. Returns how many expired.
+   * events, ledger, idempotency keys and push configs in the same transaction. Returns how many expired.
    */
   expireTasks(now: number, limit: number): Promise<number>;
 
   /** With `tenant`, another tenant's tombstone is indistinguishable from none. */
   getTombstone(id: string, tenant?: string): Promise<Tombstone | null>;
+
+  /** How many tasks match the filters (no paging). */
+  countTasks(query: TaskCountQuery): Promise<number>;
+
+  /**
+   * Creates a push config, or replaces the one with the same `(tenant, taskId, id)` (keeping its `createdAt` and
+   * `createdBy`). Written only if the task exists in that tenant, checked in the same statement, so a config never
+   * outlives a task that expired meanwhile. Returns null when the task does not exist for the tenant.
+   */
+  putPushConfig(config: PushConfig): Promise<PushConfig | null>;
+
+  /** With another tenant, or a task id of another tenant, indistinguishable from none. */
+  getPushConfig(tenant: string, taskId: string, id: string): Promise<PushConfig | null>;
+
+  /** The task's configs ordered by id, after `afterId` when given; at most `limit`. */
+  listPushConfigs(tenant: string, taskId: string, options: { afterId?: string; limit: number }): Promise<PushConfig[]>;
+
+  /** Deletes one config. Returns whether it existed (deleting a missing one is not an error). */
+  deletePushConfig(tenant: string, taskId: string, id: string): Promise<boolean>;
 
   /** Counts of tasks by state (operators, metrics, benchmarks). */
   countByState(): Promise<Record<string, number>>;

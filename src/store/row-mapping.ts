@@ -5,7 +5,7 @@
  * parsed twice.
  */
 import type { TaskError } from '../core/errors.js';
-import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
+import type { Artifact, Json, PendingInput, Progress, PushConfig, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 
 export interface TaskRow {
@@ -151,5 +151,32 @@ export function tombstoneFromRow(r: TombstoneRow): Tombstone {
     createdAt: Number(r.created_at),
     terminalAt: r.terminal_at === null ? null : Number(r.terminal_at),
     expiredAt: Number(r.expired_at),
+  };
+}
+
+export interface PushConfigRow {
+  tenant: string;
+  task_id: string;
+  id: string;
+  created_by: string;
+  url: string;
+  token: string | null;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export function pushConfigFromRow(r: PushConfigRow): PushConfig {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    tenant: r.tenant,
+    createdBy: r.created_by,
+    url: r.url,
+    token: r.token,
+    authentication: r.auth_scheme === null ? null : { scheme: r.auth_scheme, credentials: r.auth_credentials },
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
   };
 }

@@ -428,6 +428,69 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(await store.expireTasks(T0 + 99_999_999, 10)).toBe(0);
     });
 
+    test('the created event carries the extra members a front records, never overriding the state', async () => {
+      const { task } = await store.createTask(newTask({ createdEvent: { message: { messageId: 'm1', parts: [{ text: 'hi' }] }, state: 'bogus' } }));
+      const [created] = await store.listEvents(task.id, 0, 1);
+      expect(created!.body).toMatchObject({ state: 'submitted', type: 'demo', message: { messageId: 'm1', parts: [{ text: 'hi' }] } });
+    });
+
+    test('lists by last change, newest first, with context and time filters, keyset paging and a count', async () => {
+      const a = (await store.createTask(newTask({ contextId: 'ctx_a', now: T0 + 1 }))).task;
+      const b = (await store.createTask(newTask({ contextId: 'ctx_b', now: T0 + 2 }))).task;
+      const c = (await store.createTask(newTask({ contextId: 'ctx_a', now: T0 + 3 }))).task;
+      await store.createTask(newTask({ tenant: 'globex', contextId: 'ctx_a', now: T0 + 4 }));
+      // Touch `a` last: it moves to the front of the `updated` order and stays last in the `created` order.
+      await store.transition(a.id, 'acme', T0 + 10, () => ({ set: { cancelRequestedAt: T0 + 10 }, bumpFence: false, event: null }));
+      const ids = async (q: Partial<Parameters<Store['listTasks']>[0]>) => (await store.listTasks({ tenant: 'acme', limit: 10, ...q })).map((t) => t.id);
+      expect(await ids({ order: 'updated' })).toEqual([a.id, c.id, b.id]);
+      expect(await ids({})).toEqual([c.id, b.id, a.id]);
+      expect(await ids({ order: 'updated', contextId: 'ctx_a' })).toEqual([a.id, c.id]);
+      expect(await ids({ order: 'updated', updatedFrom: T0 + 3 })).toEqual([a.id, c.id]);
+      const first = await store.listTasks({ tenant: 'acme', order: 'updated', limit: 2 });
+      const last = first.at(-1)!;
+      expect(await ids({ order: 'updated', limit: 2, afterUpdated: { updatedAt: last.updatedAt, id: last.id } })).toEqual([b.id]);
+      expect(await store.countTasks({ tenant: 'acme' })).toBe(3);
+      expect(await store.countTasks({ tenant: 'acme', contextId: 'ctx_a' })).toBe(2);
+      expect(await store.countTasks({ tenant: 'acme', contextId: 'ctx_a', updatedFrom: T0 + 5 })).toBe(1);
+      expect(await store.countTasks({ tenant: 'acme', states: ['completed'] })).toBe(0);
+      expect(await store.countTasks({ tenant: 'globex' })).toBe(1);
+    });
+
+    test('push configs: create, replace by id, get, list in id order with paging, delete; scoped by tenant and task', async () => {
+      const { task } = await store.createTask(newTask());
+      const other = (await store.createTask(newTask())).task;
+      const base = { taskId: task.id, tenant: 'acme', createdBy: 'alice', token: 'tok', authentication: { scheme: 'Bearer', credentials: 'secret' }, createdAt: T0, updatedAt: T0 };
+      const b = await store.putPushConfig({ ...base, id: 'b', url: 'https://hooks.example/b' });
+      expect(b).toMatchObject({ id: 'b', taskId: task.id, tenant: 'acme', url: 'https://hooks.example/b', token: 'tok', authentication: { scheme: 'Bearer', credentials: 'secret' }, createdAt: T0 });
+      await store.putPushConfig({ ...base, id: 'a', url: 'https://hooks.example/a', token: null, authentication: null });
+      // Same id again: replaced, keeping who created it and when.
+      const replaced = await store.putPushConfig({ ...base, id: 'b', url: 'https://hooks.example/b2', createdBy: 'bob', authentication: null, createdAt: T0 + 5, updatedAt: T0 + 5 });
+      expect(replaced).toMatchObject({ url: 'https://hooks.example/b2', createdBy: 'alice', createdAt: T0, updatedAt: T0 + 5, authentication: null });
+      expect(await store.getPushConfig('acme', task.id, 'a')).toMatchObject({ url: 'https://hooks.example/a', token: null, authentication: null });
+      expect(await store.getPushConfig('globex', task.id, 'a')).toBeNull();
+      expect(await store.getPushConfig('acme', other.id, 'a')).toBeNull();
+      expect((await store.listPushConfigs('acme', task.id, { limit: 10 })).map((p) => p.id)).toEqual(['a', 'b']);
+      expect((await store.listPushConfigs('acme', task.id, { limit: 1, afterId: 'a' })).map((p) => p.id)).toEqual(['b']);
+      expect(await store.listPushConfigs('globex', task.id, { limit: 10 })).toEqual([]);
+      // A task of another tenant, or no task at all, takes no config.
+      expect(await store.putPushConfig({ ...base, tenant: 'globex', id: 'x', url: 'https://hooks.example/x' })).toBeNull();
+      expect(await store.putPushConfig({ ...base, taskId: 'task_missing', id: 'x', url: 'https://hooks.example/x' })).toBeNull();
+      expect(await store.deletePushConfig('globex', task.id, 'a')).toBe(false);
+      expect(await store.deletePushConfig('acme', task.id, 'a')).toBe(true);
+      expect(await store.deletePushConfig('acme', task.id, 'a')).toBe(false);
+      expect((await store.listPushConfigs('acme', task.id, { limit: 10 })).map((p) => p.id)).toEqual(['b']);
+    });
+
+    test('retention deletes the push configs of expired tasks', async () => {
+      const { task } = await store.createTask(newTask());
+      await store.putPushConfig({ id: 'p', taskId: task.id, tenant: 'acme', createdBy: 'alice', url: 'https://hooks.example/p', token: null, authentication: null, createdAt: T0, updatedAt: T0 });
+      const { task: t, lease } = await claimOne();
+      await store.commit({ ...progressCommit(lease, t, T0 + 1), kind: 'complete', state: 'completed', leaseUntil: null, wakeAt: null, expiresAt: T0 + 5000, event: { kind: 'completed', body: { state: 'completed' } } });
+      expect(await store.expireTasks(T0 + 5000, 10)).toBe(1);
+      expect(await store.listPushConfigs('acme', task.id, { limit: 10 })).toEqual([]);
+      expect(await store.getPushConfig('acme', task.id, 'p')).toBeNull();
+    });
+
     test('subscribers hear committed events', async () => {
       const heard: StoreNotification[] = [];
       const off = store.subscribe((n) => heard.push(n));

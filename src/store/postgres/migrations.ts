@@ -106,4 +106,26 @@ CREATE TABLE {{schema}}.tombstones (
 CREATE INDEX tasks_expiry ON {{schema}}.tasks (expires_at) WHERE expires_at IS NOT NULL;
 `,
   },
+  {
+    version: 3,
+    name: 'push-configs',
+    breaking: false,
+    sql: `
+CREATE TABLE {{schema}}.push_configs (
+  tenant TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  url TEXT NOT NULL,
+  token TEXT,
+  auth_scheme TEXT,
+  auth_credentials TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (tenant, task_id, id)
+);
+CREATE INDEX push_configs_task ON {{schema}}.push_configs (task_id);
+CREATE INDEX tasks_tenant_updated ON {{schema}}.tasks (tenant, updated_at DESC, id DESC);
+`,
+  },
 ];

@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { BelayError } from '../../core/errors.js';
-import type { Json, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../../core/task.js';
+import type { Json, PushConfig, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../../core/task.js';
 import { planMigrations, type AppliedMigration } from '../migration.js';
 import { CANCEL_COMMIT_KINDS } from '../port.js';
 import type {
@@ -37,10 +37,24 @@ import type {
   StoreCapabilities,
   StoreNotification,
   TaskCommit,
+  TaskCountQuery,
   TaskListQuery,
   TaskPatch,
 } from '../port.js';
-import { PATCH_COLUMNS, effectFromRow, eventFromRow, json, taskFromRow, type EffectRow, type EventRow, type TaskRow, tombstoneFromRow, type TombstoneRow } from '../row-mapping.js';
+import {
+  PATCH_COLUMNS,
+  effectFromRow,
+  eventFromRow,
+  json,
+  pushConfigFromRow,
+  taskFromRow,
+  type EffectRow,
+  type EventRow,
+  type PushConfigRow,
+  type TaskRow,
+  tombstoneFromRow,
+  type TombstoneRow,
+} from '../row-mapping.js';
 import { POSTGRES_MIGRATIONS, SCHEMA_PLACEHOLDER } from './migrations.js';
 
 export interface PostgresStoreOptions {
@@ -289,7 +303,7 @@ export class PostgresStore implements Store {
       task.now,
       task.createdBy,
       task.callbackUrl,
-      JSON.stringify({ state: 'submitted', type: task.type, type_version: task.typeVersion }),
+      JSON.stringify({ ...task.createdEvent, state: 'submitted', type: task.type, type_version: task.typeVersion }),
     ];
     // Without a key: one statement. With a key: the key row is written first in the same statement; the task is
     // inserted only if this request owns the key (new, or replacing an expired one). A concurrent request with the
@@ -365,9 +379,10 @@ export class PostgresStore implements Store {
     return row ? taskFromRow(row) : null;
   }
 
-  async listTasks(q: TaskListQuery): Promise<Task[]> {
-    const values: unknown[] = [q.tenant];
-    const where = ['tenant = $1'];
+  /** WHERE clauses for the filters shared by listing and counting; appends their parameters to `values`. */
+  private taskFilters(q: TaskCountQuery, values: unknown[]): string[] {
+    values.push(q.tenant);
+    const where = [`tenant = $${values.length}::text`];
     const param = (v: unknown, cast: string) => {
       values.push(v);
       return `$${values.length}::${cast}`;
@@ -377,14 +392,36 @@ export class PostgresStore implements Store {
     if (q.type !== undefined) where.push(`type = ${param(q.type, 'text')}`);
     if (q.createdFrom !== undefined) where.push(`created_at >= ${param(q.createdFrom, 'bigint')}`);
     if (q.createdTo !== undefined) where.push(`created_at < ${param(q.createdTo, 'bigint')}`);
-    if (q.after) {
-      const at = param(q.after.createdAt, 'bigint');
-      const id = param(q.after.id, 'text');
-      where.push(`(created_at < ${at} OR (created_at = ${at} AND id < ${id}))`);
+    if (q.contextId !== undefined) where.push(`context_id = ${param(q.contextId, 'text')}`);
+    if (q.updatedFrom !== undefined) where.push(`updated_at >= ${param(q.updatedFrom, 'bigint')}`);
+    return where;
+  }
+
+  async listTasks(q: TaskListQuery): Promise<Task[]> {
+    const values: unknown[] = [];
+    const where = this.taskFilters(q, values);
+    const param = (v: unknown, cast: string) => {
+      values.push(v);
+      return `$${values.length}::${cast}`;
+    };
+    const byUpdated = q.order === 'updated';
+    const cursor = byUpdated ? (q.afterUpdated ? { at: q.afterUpdated.updatedAt, id: q.afterUpdated.id } : null) : q.after ? { at: q.after.createdAt, id: q.after.id } : null;
+    const column = byUpdated ? 'updated_at' : 'created_at';
+    if (cursor) {
+      const at = param(cursor.at, 'bigint');
+      const id = param(cursor.id, 'text');
+      where.push(`(${column} < ${at} OR (${column} = ${at} AND id < ${id}))`);
     }
     const limit = param(q.limit, 'int');
-    const r = await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ${limit}`, values);
+    const r = await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE ${where.join(' AND ')} ORDER BY ${column} DESC, id DESC LIMIT ${limit}`, values);
     return r.rows.map(taskFromRow);
+  }
+
+  async countTasks(q: TaskCountQuery): Promise<number> {
+    const values: unknown[] = [];
+    const where = this.taskFilters(q, values);
+    const r = await this.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.s}.tasks WHERE ${where.join(' AND ')}`, values);
+    return Number(r.rows[0]?.n ?? 0);
   }
 
   async listEvents(taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]> {
@@ -658,6 +695,7 @@ export class PostgresStore implements Store {
        ev AS (DELETE FROM ${this.s}.task_events e USING doomed WHERE e.task_id = doomed.id),
        se AS (DELETE FROM ${this.s}.side_effects s USING doomed WHERE s.task_id = doomed.id),
        ik AS (DELETE FROM ${this.s}.idempotency_keys k USING doomed WHERE k.task_id = doomed.id),
+       pc AS (DELETE FROM ${this.s}.push_configs p USING doomed WHERE p.task_id = doomed.id),
        tb AS (INSERT INTO ${this.s}.tombstones (id, tenant, type, final_state, created_by, created_at, terminal_at, expired_at)
               SELECT id, tenant, type, state, created_by, created_at, terminal_at, $1::bigint FROM gone ON CONFLICT (id) DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
@@ -672,6 +710,41 @@ export class PostgresStore implements Store {
         ? await this.query<TombstoneRow>(`SELECT * FROM ${this.s}.tombstones WHERE id = $1`, [id])
         : await this.query<TombstoneRow>(`SELECT * FROM ${this.s}.tombstones WHERE id = $1 AND tenant = $2`, [id, tenant]);
     return r.rows[0] ? tombstoneFromRow(r.rows[0]) : null;
+  }
+
+  // ---- push-notification configs ----------------------------------------------------------------------------------
+
+  async putPushConfig(c: PushConfig): Promise<PushConfig | null> {
+    // One statement: the task's existence in the tenant is checked by the insert itself (FOR SHARE keeps an expiry
+    // sweep from deleting the task between the check and the write).
+    const r = await this.query<PushConfigRow>(
+      `WITH t AS (SELECT id FROM ${this.s}.tasks WHERE id = $2::text AND tenant = $1::text FOR SHARE)
+       INSERT INTO ${this.s}.push_configs AS p (tenant, task_id, id, created_by, url, token, auth_scheme, auth_credentials, created_at, updated_at)
+       SELECT $1::text, t.id, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::bigint, $9::bigint FROM t
+       ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token, auth_scheme = EXCLUDED.auth_scheme,
+         auth_credentials = EXCLUDED.auth_credentials, updated_at = EXCLUDED.updated_at
+       RETURNING p.*`,
+      [c.tenant, c.taskId, c.id, c.createdBy, c.url, c.token, c.authentication?.scheme ?? null, c.authentication?.credentials ?? null, c.updatedAt],
+    );
+    return r.rows[0] ? pushConfigFromRow(r.rows[0]) : null;
+  }
+
+  async getPushConfig(tenant: string, taskId: string, id: string): Promise<PushConfig | null> {
+    const r = await this.query<PushConfigRow>(`SELECT * FROM ${this.s}.push_configs WHERE tenant = $1 AND task_id = $2 AND id = $3`, [tenant, taskId, id]);
+    return r.rows[0] ? pushConfigFromRow(r.rows[0]) : null;
+  }
+
+  async listPushConfigs(tenant: string, taskId: string, options: { afterId?: string; limit: number }): Promise<PushConfig[]> {
+    const r = await this.query<PushConfigRow>(
+      `SELECT * FROM ${this.s}.push_configs WHERE tenant = $1 AND task_id = $2 AND id COLLATE "C" > $3 ORDER BY id COLLATE "C" LIMIT $4::int`,
+      [tenant, taskId, options.afterId ?? '', options.limit],
+    );
+    return r.rows.map(pushConfigFromRow);
+  }
+
+  async deletePushConfig(tenant: string, taskId: string, id: string): Promise<boolean> {
+    const r = await this.query(`DELETE FROM ${this.s}.push_configs WHERE tenant = $1 AND task_id = $2 AND id = $3`, [tenant, taskId, id]);
+    return (r.rowCount ?? 0) > 0;
   }
 
   async countByState(): Promise<Record<string, number>> {

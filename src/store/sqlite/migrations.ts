@@ -94,4 +94,29 @@ CREATE TABLE belay_tombstones (
 CREATE INDEX belay_tasks_expiry ON belay_tasks (expires_at) WHERE expires_at IS NOT NULL;
 `,
   },
+  {
+    version: 3,
+    name: 'push-configs',
+    breaking: false,
+    sql: `
+-- Push-notification targets per task (A2A TaskPushNotificationConfig), scoped by tenant. Credentials are secrets.
+CREATE TABLE belay_push_configs (
+  tenant TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  url TEXT NOT NULL,
+  token TEXT,
+  auth_scheme TEXT,
+  auth_credentials TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant, task_id, id)
+) STRICT, WITHOUT ROWID;
+-- The expiry sweep deletes a task's configs by task id alone.
+CREATE INDEX belay_push_configs_task ON belay_push_configs (task_id);
+-- A2A ListTasks: newest status change first, keyset-paged.
+CREATE INDEX belay_tasks_tenant_updated ON belay_tasks (tenant, updated_at DESC, id DESC);
+`,
+  },
 ];

@@ -12,7 +12,7 @@
  */
 import Database from 'better-sqlite3';
 import { BelayError } from '../../core/errors.js';
-import type { Json, SideEffectRecord, Task, TaskEvent, Tombstone } from '../../core/task.js';
+import type { Json, PushConfig, SideEffectRecord, Task, TaskEvent, Tombstone } from '../../core/task.js';
 import { planMigrations, type AppliedMigration } from '../migration.js';
 import { CANCEL_COMMIT_KINDS } from '../port.js';
 import type {
@@ -29,10 +29,23 @@ import type {
   StoreCapabilities,
   StoreNotification,
   TaskCommit,
+  TaskCountQuery,
   TaskListQuery,
   TaskPatch,
 } from '../port.js';
-import { PATCH_COLUMNS, effectFromRow, eventFromRow, taskFromRow, tombstoneFromRow, type EffectRow, type EventRow, type TaskRow, type TombstoneRow } from '../row-mapping.js';
+import {
+  PATCH_COLUMNS,
+  effectFromRow,
+  eventFromRow,
+  pushConfigFromRow,
+  taskFromRow,
+  tombstoneFromRow,
+  type EffectRow,
+  type EventRow,
+  type PushConfigRow,
+  type TaskRow,
+  type TombstoneRow,
+} from '../row-mapping.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 export interface SqliteStoreOptions {
@@ -149,7 +162,7 @@ export class SqliteStore implements Store {
           created_by: task.createdBy,
           callback_url: task.callbackUrl,
         }) as TaskRow;
-      this.insertEvent(task.id, 1, 'created', { state: 'submitted', type: task.type, type_version: task.typeVersion }, task.now);
+      this.insertEvent(task.id, 1, 'created', { ...task.createdEvent, state: 'submitted', type: task.type, type_version: task.typeVersion }, task.now);
       if (idem) {
         this.db
           .prepare('INSERT INTO belay_idempotency_keys (tenant, scope, key, task_id, fingerprint, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
@@ -175,9 +188,10 @@ export class SqliteStore implements Store {
     return row ? taskFromRow(row) : null;
   }
 
-  async listTasks(q: TaskListQuery): Promise<Task[]> {
+  /** WHERE clauses and parameters for the filters shared by listing and counting. */
+  private taskFilters(q: TaskCountQuery): { where: string[]; params: Record<string, unknown> } {
     const where = ['tenant = @tenant'];
-    const params: Record<string, unknown> = { tenant: q.tenant, limit: q.limit };
+    const params: Record<string, unknown> = { tenant: q.tenant };
     if (q.states && q.states.length > 0) {
       where.push(`state IN (SELECT value FROM json_each(@states))`);
       params.states = JSON.stringify(q.states);
@@ -198,15 +212,40 @@ export class SqliteStore implements Store {
       where.push('created_at < @created_to');
       params.created_to = q.createdTo;
     }
-    if (q.after) {
+    if (q.contextId !== undefined) {
+      where.push('context_id = @context_id');
+      params.context_id = q.contextId;
+    }
+    if (q.updatedFrom !== undefined) {
+      where.push('updated_at >= @updated_from');
+      params.updated_from = q.updatedFrom;
+    }
+    return { where, params };
+  }
+
+  async listTasks(q: TaskListQuery): Promise<Task[]> {
+    const { where, params } = this.taskFilters(q);
+    params.limit = q.limit;
+    const byUpdated = q.order === 'updated';
+    if (!byUpdated && q.after) {
       where.push('(created_at < @after_at OR (created_at = @after_at AND id < @after_id))');
       params.after_at = q.after.createdAt;
       params.after_id = q.after.id;
     }
-    const rows = this.db
-      .prepare(`SELECT * FROM belay_tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT @limit`)
-      .all(params) as TaskRow[];
+    if (byUpdated && q.afterUpdated) {
+      where.push('(updated_at < @after_at OR (updated_at = @after_at AND id < @after_id))');
+      params.after_at = q.afterUpdated.updatedAt;
+      params.after_id = q.afterUpdated.id;
+    }
+    const order = byUpdated ? 'updated_at DESC, id DESC' : 'created_at DESC, id DESC';
+    const rows = this.db.prepare(`SELECT * FROM belay_tasks WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT @limit`).all(params) as TaskRow[];
     return rows.map(taskFromRow);
+  }
+
+  async countTasks(q: TaskCountQuery): Promise<number> {
+    const { where, params } = this.taskFilters(q);
+    const r = this.db.prepare(`SELECT COUNT(*) AS n FROM belay_tasks WHERE ${where.join(' AND ')}`).get(params) as { n: number };
+    return Number(r.n);
   }
 
   async listEvents(taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]> {
@@ -432,6 +471,7 @@ export class SqliteStore implements Store {
         this.db.prepare('DELETE FROM belay_task_events WHERE task_id = ?').run(id);
         this.db.prepare('DELETE FROM belay_side_effects WHERE task_id = ?').run(id);
         this.db.prepare('DELETE FROM belay_idempotency_keys WHERE task_id = ?').run(id);
+        this.db.prepare('DELETE FROM belay_push_configs WHERE task_id = ?').run(id);
         this.db.prepare('DELETE FROM belay_tasks WHERE id = ?').run(id);
       }
       return doomed.length;
@@ -446,6 +486,46 @@ export class SqliteStore implements Store {
         : this.db.prepare('SELECT * FROM belay_tombstones WHERE id = ? AND tenant = ?').get(id, tenant)
     ) as TombstoneRow | undefined;
     return row ? tombstoneFromRow(row) : null;
+  }
+
+  async putPushConfig(c: PushConfig): Promise<PushConfig | null> {
+    const row = this.db
+      .prepare(
+        `INSERT INTO belay_push_configs (tenant, task_id, id, created_by, url, token, auth_scheme, auth_credentials, created_at, updated_at)
+         SELECT @tenant, @task_id, @id, @created_by, @url, @token, @auth_scheme, @auth_credentials, @now, @now
+          WHERE EXISTS (SELECT 1 FROM belay_tasks WHERE id = @task_id AND tenant = @tenant)
+         ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token,
+           auth_scheme = excluded.auth_scheme, auth_credentials = excluded.auth_credentials, updated_at = excluded.updated_at
+         RETURNING *`,
+      )
+      .get({
+        tenant: c.tenant,
+        task_id: c.taskId,
+        id: c.id,
+        created_by: c.createdBy,
+        url: c.url,
+        token: c.token,
+        auth_scheme: c.authentication?.scheme ?? null,
+        auth_credentials: c.authentication?.credentials ?? null,
+        now: c.updatedAt,
+      }) as PushConfigRow | undefined;
+    return row ? pushConfigFromRow(row) : null;
+  }
+
+  async getPushConfig(tenant: string, taskId: string, id: string): Promise<PushConfig | null> {
+    const row = this.db.prepare('SELECT * FROM belay_push_configs WHERE tenant = ? AND task_id = ? AND id = ?').get(tenant, taskId, id) as PushConfigRow | undefined;
+    return row ? pushConfigFromRow(row) : null;
+  }
+
+  async listPushConfigs(tenant: string, taskId: string, options: { afterId?: string; limit: number }): Promise<PushConfig[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM belay_push_configs WHERE tenant = ? AND task_id = ? AND id > ? ORDER BY id LIMIT ?')
+      .all(tenant, taskId, options.afterId ?? '', options.limit) as PushConfigRow[];
+    return rows.map(pushConfigFromRow);
+  }
+
+  async deletePushConfig(tenant: string, taskId: string, id: string): Promise<boolean> {
+    return this.db.prepare('DELETE FROM belay_push_configs WHERE tenant = ? AND task_id = ? AND id = ?').run(tenant, taskId, id).changes > 0;
   }
 
   async countByState(): Promise<Record<string, number>> {
