@@ -17,6 +17,8 @@ export interface AnswerRequest {
   key?: string;
   answer: Json;
   now: number;
+  /** Extra members recorded in the `input_received` event (a front's record of the answer, e.g. the A2A message). */
+  eventExtras?: Record<string, Json>;
 }
 
 /**
@@ -41,7 +43,7 @@ export function decideAnswer(task: Task, req: AnswerRequest): TaskPatch {
     return {
       set: { state: 'working', pendingInput: null, answers: { ...task.answers, [pending.key]: req.answer }, wakeAt: req.now },
       bumpFence: false,
-      event: { kind: 'input_received', body: { state: 'working', key: pending.key } },
+      event: { kind: 'input_received', body: { ...req.eventExtras, state: 'working', key: pending.key } },
     };
   }
   if ((task.state === 'working' || task.state === 'submitted') && req.key !== undefined) {
@@ -64,9 +66,26 @@ export type CancelOutcome = 'canceled' | 'requested' | 'already_terminal' | 'alr
  * the worker sees it on its next renewal or wake-up, its step's AbortSignal fires, `once()` refuses new effects,
  * and its next commit is refused, so it commits `canceled`. A finished task stays as it is (completion won).
  */
-export function decideCancel(task: Task, now: number, reason?: string): { patch: TaskPatch | null; outcome: CancelOutcome } {
+export function decideCancel(
+  task: Task,
+  now: number,
+  reason?: string,
+  options: { settleByWorker?: boolean } = {},
+): { patch: TaskPatch | null; outcome: CancelOutcome } {
   if (isTerminal(task.state)) return { patch: null, outcome: 'already_terminal' };
   const leased = task.state === 'working' && task.leaseUntil !== null && task.leaseUntil > now;
+  if (!leased && options.settleByWorker) {
+    // Effects may need reconciling or compensating: a worker carries the cancellation out (claimable at once).
+    if (task.cancelRequestedAt !== null && task.state === 'working') return { patch: null, outcome: 'already_requested' };
+    return {
+      patch: {
+        set: { state: 'working', cancelRequestedAt: task.cancelRequestedAt ?? now, pendingInput: null, leaseOwner: null, leaseUntil: null, wakeAt: now },
+        bumpFence: true,
+        event: { kind: 'cancel_requested', body: { state: 'working', ...(reason ? { reason } : {}) } },
+      },
+      outcome: 'requested',
+    };
+  }
   if (leased) {
     if (task.cancelRequestedAt !== null) return { patch: null, outcome: 'already_requested' };
     return {

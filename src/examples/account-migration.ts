@@ -43,6 +43,19 @@ export function accountMigrationType(downstream: Downstream) {
     input: Input,
     initialCheckpoint: () => ({ next: 0, migrated: 0, skipped: [] }),
     onDeadline: 'fail',
+    // Every record not yet reached is "never started" in a cancellation or failure report.
+    plannedEffects: (cp, input) => Array.from({ length: input.records }, (_, i) => i).filter((i) => !cp.skipped.includes(i)).map((i) => `migrate:${recordId(i)}`),
+    // A write that timed out may have happened: look its action id up before writing again.
+    reconcilers: {
+      migrate: async (effect, key, signal) => {
+        const receipt = await downstream.lookup(key, signal);
+        return receipt === null ? { applied: false } : { applied: true, result: receipt };
+      },
+    },
+    // After a cancellation, migrated records are moved back, once each.
+    compensations: {
+      migrate: async (effect, key, signal) => downstream.apply('unmigrate', key, { record: effect.key.slice('migrate:'.length), receipt: effect.result }, signal),
+    },
     steps: [
       {
         name: 'migrate-records',

@@ -11,6 +11,8 @@ import { RetryableError } from '../core/errors.js';
 export interface Downstream {
   /** Applies an action once per idempotency key and returns its receipt. */
   apply(kind: string, idempotencyKey: string, payload: Json, signal?: AbortSignal): Promise<Json>;
+  /** Looks an action up by its idempotency key: its receipt if it was applied, null if not (reconciliation). */
+  lookup(idempotencyKey: string, signal?: AbortSignal): Promise<Json | null>;
 }
 
 export interface AppliedAction {
@@ -39,6 +41,10 @@ export class InMemoryDownstream implements Downstream {
     return receipt;
   }
 
+  async lookup(idempotencyKey: string): Promise<Json | null> {
+    return this.applied.get(idempotencyKey)?.receipt ?? null;
+  }
+
   countByKind(kind: string): number {
     return [...this.applied.values()].filter((a) => a.kind === kind).length;
   }
@@ -61,6 +67,13 @@ export class HttpDownstream implements Downstream {
       throw RetryableError.from(e, { code: 'DOWNSTREAM_UNREACHABLE' });
     }
     if (!res.ok) throw new RetryableError(`Downstream answered ${res.status}`, { code: 'DOWNSTREAM_ERROR' });
+    return (await res.json()) as Json;
+  }
+
+  async lookup(idempotencyKey: string, signal?: AbortSignal): Promise<Json | null> {
+    const res = await fetch(`${this.baseUrl}/actions?key=${encodeURIComponent(idempotencyKey)}`, signal ? { signal } : {});
+    if (res.status === 404) return null;
+    if (!res.ok) throw new RetryableError(`Downstream lookup answered ${res.status}`, { code: 'DOWNSTREAM_ERROR' });
     return (await res.json()) as Json;
   }
 }
@@ -91,6 +104,13 @@ export async function startDownstreamServer(port = 0): Promise<DownstreamServer>
       };
       if (req.method === 'GET' && req.url === '/stats') {
         send(200, { calls: downstream.calls, applied: downstream.applied.size, effects: effects.size });
+        return;
+      }
+      if (req.method === 'GET' && req.url?.startsWith('/actions?')) {
+        const lookupKey = new URL(req.url, 'http://x').searchParams.get('key') ?? '';
+        const found = downstream.applied.get(lookupKey);
+        if (found) send(200, found.receipt);
+        else send(404, { error: 'no such action' });
         return;
       }
       if (req.method !== 'POST' || typeof key !== 'string') {

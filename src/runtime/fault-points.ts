@@ -14,6 +14,7 @@ export const FAULT_LABELS = [
   'before-step-commit',
   'after-step-commit',
   'after-model-turn',
+  'after-compensation',
 ] as const;
 
 /**

@@ -504,9 +504,8 @@ export class TaskRunner {
           this.env.logger.warn({ taskId: this.task.id, effect: key, err: coerceError(err) }, 'compensation failed; will retry');
           return this.settleLater(`compensation of ${e.key} failed: ${coerceError(err).message}`);
         }
-        this.env.faultPoint('after-effect-sent');
+        this.env.faultPoint('after-compensation');
         await this.env.store.completeEffect(this.task.id, key, result, this.env.clock.now());
-        this.env.faultPoint('after-ledger-write');
       }
       compensations.push({ effect: e.key, status: 'compensated', result });
     }

@@ -9,7 +9,7 @@ import { newWorkerId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { decideDeadline } from '../core/transitions.js';
 import type { Store } from '../store/port.js';
-import { TaskRunner, type RunOutcome } from './task-runner.js';
+import { TaskRunner, type PrincipalDirectory, type RunOutcome } from './task-runner.js';
 import type { TaskTypeRegistry } from './task-type.js';
 
 export interface WorkerOptions {
@@ -33,6 +33,8 @@ export interface WorkerOptions {
   /** Named crash points for chaos tests (see `runtime/fault-points.ts`). */
   faultPoint?: (label: string) => void;
   random?: () => number;
+  /** Re-validation on resume: requesters disabled here are refused (AUTHORIZATION_REVOKED). */
+  principals?: PrincipalDirectory;
   /** Whether this worker's sweep also applies retention (default true; the reconciler can own it instead). */
   expireTasks?: boolean;
   /** Called after each task run ends (tests and metrics). */
@@ -183,6 +185,7 @@ export class Worker {
         random: this.options.random ?? Math.random,
         faultPoint: this.options.faultPoint ?? (() => {}),
         draining: () => this.draining,
+        ...(this.options.principals ? { principals: this.options.principals } : {}),
       });
       const done = runner.run().then(
         (outcome) => {

@@ -36,6 +36,10 @@ export interface CreateTaskRequest {
   contextId?: string;
   /** When given, a retry with the same key and request returns the same task. */
   idempotencyKey?: string;
+  /** Where the key is unique inside the tenant (default: the task type). A2A uses one scope for every skill. */
+  idempotencyScope?: string;
+  /** Extra members for the task's `created` event: a front's durable record of the request (the A2A message). */
+  createdEvent?: Record<string, Json>;
 }
 
 export interface ListTasksRequest {
@@ -45,6 +49,13 @@ export interface ListTasksRequest {
   createdTo?: number;
   cursor?: string;
   limit?: number;
+  contextId?: string;
+  /** Only tasks whose last change (the status timestamp) is at or after this instant. */
+  updatedFrom?: number;
+  /** `created` (default): newest first by creation. `updated`: newest status change first (A2A ListTasks). */
+  order?: 'created' | 'updated';
+  /** Also count the matching tasks before paging (one more query). */
+  withTotal?: boolean;
 }
 
 export interface TaskServiceOptions {
@@ -95,6 +106,7 @@ export class TaskService {
     if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > 255)) {
       throw new BelayError('VALIDATION', 'An idempotency key is 1-255 characters');
     }
+    if (req.createdEvent !== undefined) serializeJson(req.createdEvent, 'request record', this.limits);
     const now = this.clock.now();
     const id = newTaskId(now);
     return this.store.createTask(
@@ -108,11 +120,12 @@ export class TaskService {
         createdBy: who.principal,
         callbackUrl: req.callbackUrl ?? null,
         now,
+        ...(req.createdEvent === undefined ? {} : { createdEvent: req.createdEvent }),
       },
       req.idempotencyKey === undefined
         ? undefined
         : {
-            scope: type.name,
+            scope: req.idempotencyScope ?? type.name,
             key: req.idempotencyKey,
             fingerprint: fingerprint({ type: req.type, input: req.input ?? {}, callback_url: req.callbackUrl ?? null, context_id: req.contextId ?? null }),
             expiresAt: now + this.idempotencyTtlMs,
@@ -154,21 +167,31 @@ export class TaskService {
     }
   }
 
-  async listTasks(who: Principal, req: ListTasksRequest = {}): Promise<{ tasks: Task[]; nextCursor: string | null }> {
+  async listTasks(who: Principal, req: ListTasksRequest = {}): Promise<{ tasks: Task[]; nextCursor: string | null; total?: number }> {
     const limit = Math.min(Math.max(1, req.limit ?? 20), MAX_PAGE);
-    const tasks = await this.store.listTasks({
+    const order = req.order ?? 'created';
+    const filters = {
       tenant: who.tenant,
       ...(who.role === 'member' ? { createdBy: who.principal } : {}),
       ...(req.states ? { states: req.states } : {}),
       ...(req.type ? { type: req.type } : {}),
       ...(req.createdFrom !== undefined ? { createdFrom: req.createdFrom } : {}),
       ...(req.createdTo !== undefined ? { createdTo: req.createdTo } : {}),
-      ...(req.cursor ? { after: decodeCursor(req.cursor) } : {}),
+      ...(req.contextId !== undefined ? { contextId: req.contextId } : {}),
+      ...(req.updatedFrom !== undefined ? { updatedFrom: req.updatedFrom } : {}),
+    };
+    const cursor = req.cursor ? decodeCursor(req.cursor, order) : null;
+    const tasks = await this.store.listTasks({
+      ...filters,
+      order,
+      ...(cursor && order === 'created' ? { after: { createdAt: cursor.at, id: cursor.id } } : {}),
+      ...(cursor && order === 'updated' ? { afterUpdated: { updatedAt: cursor.at, id: cursor.id } } : {}),
       limit: limit + 1,
     });
     const page = tasks.slice(0, limit);
     const last = page.at(-1);
-    return { tasks: page, nextCursor: tasks.length > limit && last ? encodeCursor(last) : null };
+    const total = req.withTotal ? await this.store.countTasks(filters) : undefined;
+    return { tasks: page, nextCursor: tasks.length > limit && last ? encodeCursor(last, order) : null, ...(total === undefined ? {} : { total }) };
   }
 
   async listEvents(who: Principal, id: string, afterSeq = 0, limit = 100): Promise<TaskEvent[]> {
@@ -185,21 +208,33 @@ export class TaskService {
    * Delivers an answer: checked against the question's JSON Schema and the task's version, before the deadline.
    * @throws BelayError NOT_FOUND | STALE_VERSION | NOT_WAITING_FOR_INPUT | INPUT_DEADLINE_PASSED | VALIDATION
    */
-  async answer(who: Principal, id: string, req: { version: number; answer: unknown; key?: string }): Promise<Task> {
+  async answer(who: Principal, id: string, req: { version: number; answer: unknown; key?: string; eventExtras?: Record<string, Json> }): Promise<Task> {
     serializeJson(req.answer, 'answer', this.limits);
+    if (req.eventExtras !== undefined) serializeJson(req.eventExtras, 'answer record', this.limits);
     const now = this.clock.now();
     return this.transitionFor(who, id, (task) => {
       const pending = task.pendingInput;
       if (pending && (req.key === undefined || req.key === pending.key) && task.version === req.version) this.checkAnswer(pending.schema, req.answer);
-      return decideAnswer(task, { expectedVersion: req.version, ...(req.key === undefined ? {} : { key: req.key }), answer: req.answer as Json, now });
+      return decideAnswer(task, {
+        expectedVersion: req.version,
+        ...(req.key === undefined ? {} : { key: req.key }),
+        answer: req.answer as Json,
+        now,
+        ...(req.eventExtras === undefined ? {} : { eventExtras: req.eventExtras }),
+      });
     });
   }
 
   /** Requests cancellation; idempotent. See `decideCancel` for the race outcomes. */
   async cancel(who: Principal, id: string, reason?: string): Promise<{ task: Task; outcome: CancelOutcome }> {
     let outcome: CancelOutcome = 'already_terminal';
+    // A task type that reconciles or compensates effects needs a worker to settle the cancellation when effects exist.
+    const current = await this.getTask(who, id);
+    const type = this.registry.get(current.type, current.typeVersion);
+    const settles = !!type && (Object.keys(type.compensations ?? {}).length > 0 || Object.keys(type.reconcilers ?? {}).length > 0);
+    const settleByWorker = settles && (await this.store.listEffects(id)).length > 0;
     const task = await this.transitionFor(who, id, (t) => {
-      const d = decideCancel(t, this.clock.now(), reason);
+      const d = decideCancel(t, this.clock.now(), reason, { settleByWorker });
       outcome = d.outcome;
       return d.patch;
     });
@@ -241,14 +276,16 @@ export class TaskService {
   }
 }
 
-function encodeCursor(t: Task): string {
-  return Buffer.from(JSON.stringify([t.createdAt, t.id])).toString('base64url');
+/** Cursors are opaque: the last item's sort key and id; an `updated` cursor is tagged so orders never mix. */
+function encodeCursor(t: Task, order: 'created' | 'updated'): string {
+  return Buffer.from(JSON.stringify(order === 'created' ? [t.createdAt, t.id] : ['u', t.updatedAt, t.id])).toString('base64url');
 }
 
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
+function decodeCursor(cursor: string, order: 'created' | 'updated'): { at: number; id: string } {
   try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const [at, id] = order === 'created' ? parts : parts[0] === 'u' ? parts.slice(1) : [];
+    if (Array.isArray(parts) && parts.length === (order === 'created' ? 2 : 3) && typeof at === 'number' && typeof id === 'string') return { at, id };
   } catch {
     // fall through
   }

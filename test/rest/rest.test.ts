@@ -230,7 +230,11 @@ for (const kind of storesUnderTest()) {
         expect(applied.length).toBeLessThan(2000);
         expect(downstream.countByKind('migrate')).toBe(applied.length);
         const effects = await alice('GET', `/v1/agent-tasks/${created.body.id}/effects`);
-        expect(effects.body.effects.filter((e: { status: string }) => e.status === 'applied')).toHaveLength(applied.length);
+        const ledger = effects.body.effects as Array<{ key: string; status: string }>;
+        expect(ledger.filter((e) => e.key.startsWith('migrate:') && e.status === 'applied')).toHaveLength(applied.length);
+        // The migration declares a compensation: every applied record was moved back, once.
+        expect(ledger.filter((e) => e.key.startsWith('compensate:migrate:') && e.status === 'applied')).toHaveLength(applied.length);
+        expect(done.error.details.compensations).toHaveLength(applied.length);
         await new Promise((r) => setTimeout(r, 300));
         expect(downstream.countByKind('migrate')).toBe(applied.length);
       });
