@@ -13,4 +13,5 @@ export { defineTaskType, TaskTypeRegistry, DEFAULT_RETRY, type TaskType, type Ta
 export { StepContext, PauseSignal, StopSignal, type Question, type EffectOptions } from './runtime/step-context.js';
 export { Worker, expireDeadlines, type WorkerOptions } from './runtime/worker.js';
 export { faultPointsFromSpec } from './runtime/fault-points.js';
+export * from './agent/index.js';
 export { TaskService, type Principal, type CreateTaskRequest, type ListTasksRequest } from './service/task-service.js';
