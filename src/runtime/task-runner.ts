@@ -48,6 +48,7 @@ class CommitInputError extends Error {
 export class TaskRunner {
   private readonly controller = new AbortController();
   private readonly keeperStop = new AbortController();
+  private lost = false;
   private task: Task;
   private readonly lease: Lease;
   private artifacts: Artifact[];
@@ -74,11 +75,20 @@ export class TaskRunner {
   }
 
   /** Checks the lease now (used when a cancellation notification arrives). */
-  async checkLease(): Promise<void> {
-    if (this.controller.signal.aborted) return;
+  /**
+   * Renews the lease now (also used when a cancellation notification arrives). A cancellation aborts the step but
+   * the lease is still renewed: the runner keeps working on the cancellation (reconciling, compensating) under it.
+   */
+  async checkLease(): Promise<'ok' | 'lost'> {
+    if (this.lost) return 'lost';
     const r = await this.env.store.renewLease(this.lease, this.env.clock.now(), this.env.leaseMs);
-    if (r.status === 'lost') this.controller.abort(new StopSignal('lease_lost'));
-    else if (r.cancelRequested) this.controller.abort(new StopSignal('cancel_requested'));
+    if (r.status === 'lost') {
+      this.lost = true;
+      this.controller.abort(new StopSignal('lease_lost'));
+      return 'lost';
+    }
+    if (r.cancelRequested && !this.controller.signal.aborted) this.controller.abort(new StopSignal('cancel_requested'));
+    return 'ok';
   }
 
   /** Aborts the running step (worker shutdown past its grace period). */
@@ -110,11 +120,10 @@ export class TaskRunner {
         return;
       }
       try {
-        await this.checkLease();
+        if ((await this.checkLease()) === 'lost') return;
       } catch (e) {
         this.env.logger.warn({ err: coerceError(e), taskId: this.task.id }, 'lease renewal failed; will retry');
       }
-      if (this.controller.signal.aborted) return;
     }
   }
 
@@ -252,6 +261,10 @@ export class TaskRunner {
     return this.type.steps[index]?.name ?? `#${index}`;
   }
 
+  /**
+   * Every worker commit's event carries the fence of the lease it was written under, so a history can prove that no
+   * commit was made with an old fence (the chaos history checker compares it with the fence granted at that seq).
+   */
   private base(kind: CommitKind, step: number, checkpoint: Json, event: { kind: TaskEventKind; body: Record<string, Json> }): TaskCommit {
     const now = this.env.clock.now();
     return {
@@ -270,7 +283,7 @@ export class TaskRunner {
       wakeAt: null,
       resetAttempts: false,
       expiresAt: null,
-      event,
+      event: { kind: event.kind, body: { ...event.body, fence: this.lease.fence } },
     };
   }
 

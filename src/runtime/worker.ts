@@ -185,7 +185,8 @@ export class Worker {
         random: this.options.random ?? Math.random,
         faultPoint: this.options.faultPoint ?? (() => {}),
         draining: () => this.draining,
-        ...(this.options.principals ? { principals: this.options.principals } : {}),
+        // Built-in re-validation: a requester disabled in the store is refused when its task resumes.
+        principals: this.options.principals ?? { isDisabled: (tenant, principal) => this.store.isPrincipalDisabled(tenant, principal) },
       });
       const done = runner.run().then(
         (outcome) => {

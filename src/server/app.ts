@@ -45,6 +45,7 @@ export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
     }
   });
 
+  options.auth.useDisabledCheck((who) => service.isPrincipalDisabled(who));
   app.use('/v1/*', authenticate(options.auth, limiter));
   app.route('/', restRoutes({ service, limits, requireIdempotencyKey: options.requireIdempotencyKey ?? true, heartbeatMs: options.heartbeatMs ?? 15_000 }));
   return app;

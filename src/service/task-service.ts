@@ -242,6 +242,20 @@ export class TaskService {
   }
 
   /**
+   * Withdraws a principal's authority in the caller's tenant (admins only): its requests are refused and its tasks
+   * fail with AUTHORIZATION_REVOKED when they next resume. Idempotent; `enabled: true` restores it.
+   */
+  async setPrincipalEnabled(who: Principal, principal: string, enabled: boolean, reason?: string): Promise<void> {
+    if (who.role === 'member') throw new BelayError('FORBIDDEN', 'Only a tenant admin may disable or enable principals');
+    if (!/^[A-Za-z0-9_.@-]{1,128}$/.test(principal)) throw new BelayError('VALIDATION', 'A principal is 1-128 characters of [A-Za-z0-9_.@-]');
+    await this.store.setPrincipalDisabled(who.tenant, principal, !enabled, this.clock.now(), reason);
+  }
+
+  isPrincipalDisabled(who: Principal): Promise<boolean> {
+    return this.store.isPrincipalDisabled(who.tenant, who.principal);
+  }
+
+  /**
    * Calls `onChange` whenever something may have happened to the task (an event committed here or in another
    * process, or a "re-read" hint after a reconnect). Hints only: re-read the log. Returns the unsubscribe function.
    */

@@ -288,6 +288,12 @@ export interface Store {
   /** Deletes one config. Returns whether it existed (deleting a missing one is not an error). */
   deletePushConfig(tenant: string, taskId: string, id: string): Promise<boolean>;
 
+  /** Disables (or re-enables) a principal of a tenant. Idempotent. */
+  setPrincipalDisabled(tenant: string, principal: string, disabled: boolean, now: number, reason?: string): Promise<void>;
+
+  /** Whether the principal is disabled (refused at the API and when its tasks resume). */
+  isPrincipalDisabled(tenant: string, principal: string): Promise<boolean>;
+
   /** Counts of tasks by state (operators, metrics, benchmarks). */
   countByState(): Promise<Record<string, number>>;
 

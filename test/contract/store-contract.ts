@@ -491,6 +491,16 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(await store.getPushConfig('acme', task.id, 'p')).toBeNull();
     });
 
+    test('disabled principals are recorded per tenant and can be re-enabled', async () => {
+      expect(await store.isPrincipalDisabled('acme', 'alice')).toBe(false);
+      await store.setPrincipalDisabled('acme', 'alice', true, T0, 'left the company');
+      await store.setPrincipalDisabled('acme', 'alice', true, T0 + 1);
+      expect(await store.isPrincipalDisabled('acme', 'alice')).toBe(true);
+      expect(await store.isPrincipalDisabled('globex', 'alice')).toBe(false);
+      await store.setPrincipalDisabled('acme', 'alice', false, T0 + 2);
+      expect(await store.isPrincipalDisabled('acme', 'alice')).toBe(false);
+    });
+
     test('subscribers hear committed events', async () => {
       const heard: StoreNotification[] = [];
       const off = store.subscribe((n) => heard.push(n));

@@ -19,13 +19,13 @@ describe('authentication', () => {
   const stores = sqliteTestStores();
   let jwks: Server;
   let jwksUrl: string;
-  let privateKey: CryptoKey;
+  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
   let store: Store;
   let server: RunningServer;
 
   beforeAll(async () => {
     const pair = await generateKeyPair('RS256');
-    privateKey = pair.privateKey as CryptoKey;
+    privateKey = pair.privateKey;
     const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
     jwks = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -58,14 +58,30 @@ export class Authenticator {
   private readonly keys: Array<{ digest: Buffer; entry: ApiKeyEntry }>;
   private readonly jwks: JWTVerifyGetKey | null;
 
-  constructor(private readonly options: AuthOptions) {
+  private readonly options: AuthOptions;
+
+  constructor(options: AuthOptions) {
+    this.options = { ...options };
     this.keys = (options.apiKeys ?? []).map((entry) => ({ digest: digest(entry.key), entry }));
     this.jwks = options.jwt ? createRemoteJWKSet(new URL(options.jwt.jwksUrl)) : null;
     if (!options.insecureNoAuth && this.keys.length === 0 && !this.jwks) throw new Error('No API keys and no JWKS configured: every route would refuse');
   }
 
+  /**
+   * Installs the check for disabled principals unless one was configured. The app calls this with the store-backed
+   * check, so every front (REST, A2A, MCP) refuses a disabled principal.
+   */
+  useDisabledCheck(isDisabled: (who: Principal) => boolean | Promise<boolean>): void {
+    this.options.isDisabled ??= isDisabled;
+  }
+
   get insecure(): boolean {
     return this.options.insecureNoAuth === true;
+  }
+
+  /** What credentials this gateway accepts (the A2A agent card declares matching security schemes). */
+  get accepts(): { apiKeys: boolean; jwt: boolean } {
+    return { apiKeys: this.keys.length > 0, jwt: this.jwks !== null };
   }
 
   /** @throws BelayError UNAUTHORIZED */
@@ -78,7 +94,7 @@ export class Authenticator {
       who = this.fromApiKey(m[1]!) ?? (await this.fromJwt(m[1]!));
       if (!who) throw new BelayError('UNAUTHORIZED', 'Unknown or invalid credential');
     }
-    if (this.options.isDisabled && (await this.options.isDisabled(who))) throw new BelayError('UNAUTHORIZED', 'This principal is disabled');
+    if (!this.options.insecureNoAuth && this.options.isDisabled && (await this.options.isDisabled(who))) throw new BelayError('UNAUTHORIZED', 'This principal is disabled');
     return who;
   }
 

@@ -214,6 +214,18 @@ export function restRoutes(options: RestOptions): Hono<BelayEnv> {
     });
   });
 
+  const PrincipalBody = z.strictObject({ reason: z.string().max(1000).optional() });
+  for (const action of ['disable', 'enable'] as const) {
+    app.post(`/v1/principals/:principal/${action}`, async (c) => {
+      const who = principalOf(c);
+      const hasBody = (c.req.header('content-length') ?? '0') !== '0';
+      const body = hasBody ? parse(PrincipalBody, await readJsonBody(c.req.raw, limits), 'request body') : {};
+      const principal = c.req.param('principal');
+      await service.setPrincipalEnabled(who, principal, action === 'enable', body.reason);
+      return c.json({ tenant: who.tenant, principal, disabled: action === 'disable' });
+    });
+  }
+
   app.get('/v1/task-types', (c) =>
     c.json({
       task_types: service.registry.list().map((t) => ({

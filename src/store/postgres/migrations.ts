@@ -128,4 +128,18 @@ CREATE INDEX push_configs_task ON {{schema}}.push_configs (task_id);
 CREATE INDEX tasks_tenant_updated ON {{schema}}.tasks (tenant, updated_at DESC, id DESC);
 `,
   },
+  {
+    version: 4,
+    name: 'disabled_principals',
+    breaking: false,
+    sql: `
+CREATE TABLE {{schema}}.disabled_principals (
+  tenant TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  disabled_at BIGINT NOT NULL,
+  reason TEXT,
+  PRIMARY KEY (tenant, principal)
+);
+`,
+  },
 ];

@@ -747,6 +747,22 @@ export class PostgresStore implements Store {
     return (r.rowCount ?? 0) > 0;
   }
 
+  async setPrincipalDisabled(tenant: string, principal: string, disabled: boolean, now: number, reason?: string): Promise<void> {
+    if (disabled) {
+      await this.query(
+        `INSERT INTO ${this.s}.disabled_principals (tenant, principal, disabled_at, reason) VALUES ($1, $2, $3::bigint, $4) ON CONFLICT (tenant, principal) DO NOTHING`,
+        [tenant, principal, now, reason ?? null],
+      );
+    } else {
+      await this.query(`DELETE FROM ${this.s}.disabled_principals WHERE tenant = $1 AND principal = $2`, [tenant, principal]);
+    }
+  }
+
+  async isPrincipalDisabled(tenant: string, principal: string): Promise<boolean> {
+    const r = await this.query(`SELECT 1 FROM ${this.s}.disabled_principals WHERE tenant = $1 AND principal = $2`, [tenant, principal]);
+    return r.rows.length > 0;
+  }
+
   async countByState(): Promise<Record<string, number>> {
     const r = await this.query<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM ${this.s}.tasks GROUP BY state`);
     return Object.fromEntries(r.rows.map((row) => [row.state, Number(row.n)]));

@@ -119,4 +119,19 @@ CREATE INDEX belay_push_configs_task ON belay_push_configs (task_id);
 CREATE INDEX belay_tasks_tenant_updated ON belay_tasks (tenant, updated_at DESC, id DESC);
 `,
   },
+  {
+    version: 4,
+    name: 'disabled_principals',
+    breaking: false,
+    sql: `
+-- Requesters whose authority was withdrawn: refused at the API and when their tasks resume.
+CREATE TABLE belay_disabled_principals (
+  tenant TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  disabled_at INTEGER NOT NULL,
+  reason TEXT,
+  PRIMARY KEY (tenant, principal)
+) STRICT, WITHOUT ROWID;
+`,
+  },
 ];

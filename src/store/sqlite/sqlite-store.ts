@@ -528,6 +528,20 @@ export class SqliteStore implements Store {
     return this.db.prepare('DELETE FROM belay_push_configs WHERE tenant = ? AND task_id = ? AND id = ?').run(tenant, taskId, id).changes > 0;
   }
 
+  async setPrincipalDisabled(tenant: string, principal: string, disabled: boolean, now: number, reason?: string): Promise<void> {
+    if (disabled) {
+      this.db
+        .prepare('INSERT INTO belay_disabled_principals (tenant, principal, disabled_at, reason) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, principal) DO NOTHING')
+        .run(tenant, principal, now, reason ?? null);
+    } else {
+      this.db.prepare('DELETE FROM belay_disabled_principals WHERE tenant = ? AND principal = ?').run(tenant, principal);
+    }
+  }
+
+  async isPrincipalDisabled(tenant: string, principal: string): Promise<boolean> {
+    return this.db.prepare('SELECT 1 FROM belay_disabled_principals WHERE tenant = ? AND principal = ?').get(tenant, principal) !== undefined;
+  }
+
   async countByState(): Promise<Record<string, number>> {
     const rows = this.db.prepare('SELECT state, COUNT(*) AS n FROM belay_tasks GROUP BY state').all() as Array<{ state: string; n: number }>;
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
