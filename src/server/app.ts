@@ -12,6 +12,7 @@ import { authenticate, type BelayEnv } from '../protocols/http/middleware.js';
 import { problemResponse } from '../protocols/http/problem.js';
 import { RateLimiter } from '../protocols/http/rate-limit.js';
 import { restRoutes } from '../protocols/rest/rest-routes.js';
+import { a2aRoutes, type A2aOptions } from '../protocols/a2a/a2a-routes.js';
 
 export interface BelayAppOptions {
   service: TaskService;
@@ -22,6 +23,8 @@ export interface BelayAppOptions {
   requireIdempotencyKey?: boolean;
   /** SSE heartbeat comment interval (≤ 15 s keeps proxies from closing idle streams). */
   heartbeatMs?: number;
+  /** The A2A 1.0 front (agent card, JSON-RPC at /a2a/jsonrpc, HTTP+JSON at /a2a/rest); on by default. */
+  a2a?: A2aOptions | false;
 }
 
 export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
@@ -48,5 +51,7 @@ export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
   options.auth.useDisabledCheck((who) => service.isPrincipalDisabled(who));
   app.use('/v1/*', authenticate(options.auth, limiter));
   app.route('/', restRoutes({ service, limits, requireIdempotencyKey: options.requireIdempotencyKey ?? true, heartbeatMs: options.heartbeatMs ?? 15_000 }));
+  // The agent card is public; the A2A bindings apply the same authentication and rate limit as REST themselves.
+  if (options.a2a !== false) app.route('/', a2aRoutes({ ...options.a2a, service, limits, heartbeatMs: options.heartbeatMs ?? 15_000, auth: options.auth, guard: authenticate(options.auth, limiter) }));
   return app;
 }

@@ -9,7 +9,7 @@ import type { Clock } from '../core/clock.js';
 import { BelayError } from '../core/errors.js';
 import { newId, newTaskId } from '../core/ids.js';
 import { DEFAULT_JSON_LIMITS, serializeJson, type JsonLimits } from '../core/limits.js';
-import type { Json, SideEffectRecord, Task, TaskEvent } from '../core/task.js';
+import type { Json, PushConfig, SideEffectRecord, Task, TaskEvent } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 import { decideAnswer, decideCancel, type CancelOutcome } from '../core/transitions.js';
 import type { Store, TaskPatch } from '../store/port.js';
@@ -274,6 +274,69 @@ export class TaskService {
     return task;
   }
 
+  // ---- push-notification configs (A2A) ----------------------------------------------------------------------------
+  // Whoever may see a task may manage its configs; another tenant's (or, for a member, another member's) task
+  // looks missing. URLs are checked for shape here; SSRF checks (resolved addresses, redirects) happen at dispatch,
+  // in the delivery dispatcher, because DNS can change between registration and delivery.
+
+  /**
+   * Registers (or, with an existing id, replaces) a push config for a task the caller can see.
+   * @throws BelayError NOT_FOUND | TASK_EXPIRED | VALIDATION
+   */
+  async putPushConfig(who: Principal, taskId: string, input: PushConfigInput): Promise<PushConfig> {
+    const checked = checkPushConfig(input);
+    if (this.urlGuard) await this.urlGuard.checkUrl(checked.url);
+    await this.getTask(who, taskId);
+    const id = checked.id ?? newId('pnc');
+    if (!(await this.store.getPushConfig(who.tenant, taskId, id))) {
+      const existing = await this.store.listPushConfigs(who.tenant, taskId, { limit: MAX_PUSH_CONFIGS });
+      if (existing.length >= MAX_PUSH_CONFIGS) throw new BelayError('VALIDATION', `A task has at most ${MAX_PUSH_CONFIGS} push configs`);
+    }
+    const now = this.clock.now();
+    const saved = await this.store.putPushConfig({
+      id,
+      taskId,
+      tenant: who.tenant,
+      createdBy: who.principal,
+      url: checked.url,
+      token: checked.token,
+      authentication: checked.authentication,
+      createdAt: now,
+      updatedAt: now,
+    });
+    if (!saved) throw await this.missing(who, taskId);
+    return saved;
+  }
+
+  /** @throws BelayError NOT_FOUND for a missing config as for a missing task (the caller cannot tell them apart) */
+  async getPushConfig(who: Principal, taskId: string, id: string): Promise<PushConfig> {
+    await this.getTask(who, taskId);
+    const config = await this.store.getPushConfig(who.tenant, taskId, id);
+    if (!config) throw new BelayError('NOT_FOUND', 'No such push config', { details: { push_config_id: id } });
+    return config;
+  }
+
+  /** The task's configs in id order; `cursor` is the last id of the previous page. */
+  async listPushConfigs(who: Principal, taskId: string, req: { limit?: number; cursor?: string } = {}): Promise<{ configs: PushConfig[]; nextCursor: string | null }> {
+    await this.getTask(who, taskId);
+    const limit = Math.min(Math.max(1, req.limit ?? MAX_PUSH_CONFIGS), MAX_PUSH_CONFIGS);
+    let afterId: string | undefined;
+    if (req.cursor) {
+      afterId = Buffer.from(req.cursor, 'base64url').toString('utf8');
+      if (!PUSH_CONFIG_ID.test(afterId)) throw new BelayError('VALIDATION', 'Invalid cursor');
+    }
+    const rows = await this.store.listPushConfigs(who.tenant, taskId, { ...(afterId === undefined ? {} : { afterId }), limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { configs: page, nextCursor: rows.length > limit && last ? Buffer.from(last.id).toString('base64url') : null };
+  }
+
+  /** Idempotent: deleting a config that does not exist (any more) succeeds, as long as the task is visible. */
+  async deletePushConfig(who: Principal, taskId: string, id: string): Promise<void> {
+    await this.getTask(who, taskId);
+    await this.store.deletePushConfig(who.tenant, taskId, id);
+  }
+
   private checkAnswer(schema: Record<string, unknown>, answer: unknown): void {
     const key = JSON.stringify(schema);
     let validate = this.validators.get(key);
@@ -288,6 +351,51 @@ export class TaskService {
       });
     }
   }
+}
+
+/** What a caller registers; `id` is generated when absent. */
+export interface PushConfigInput {
+  id?: string;
+  url: string;
+  token?: string | null;
+  authentication?: { scheme: string; credentials?: string | null } | null;
+}
+
+export const MAX_PUSH_CONFIGS = 20;
+const PUSH_CONFIG_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** An HTTP auth scheme is an RFC 9110 token. */
+const AUTH_SCHEME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
+/** Header values: visible ASCII and spaces only (no CR/LF, so nothing can be smuggled into a request). */
+const HEADER_VALUE = /^[\x20-\x7e]*$/;
+
+/**
+ * Checks a push config's shape: an absolute http(s) URL without credentials, at most 2048 characters; a token and
+ * credentials that are safe header values. Not an SSRF check: the delivery dispatcher checks resolved addresses.
+ * @throws BelayError VALIDATION
+ */
+export function checkPushConfig(input: PushConfigInput): { id: string | undefined; url: string; token: string | null; authentication: PushConfig['authentication'] } {
+  const invalid = (message: string) => new BelayError('VALIDATION', message);
+  if (input.id !== undefined && input.id !== '' && !PUSH_CONFIG_ID.test(input.id)) throw invalid('A push config id is 1-128 characters of [A-Za-z0-9_.:-]');
+  if (typeof input.url !== 'string' || input.url.length === 0 || input.url.length > 2048) throw invalid('A push config needs a url of 1-2048 characters');
+  let url: URL;
+  try {
+    url = new URL(input.url);
+  } catch {
+    throw invalid('The push config url is not an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid('The push config url must be http or https');
+  if (url.username !== '' || url.password !== '') throw invalid('The push config url must not carry credentials; use authentication');
+  const token = input.token === undefined || input.token === null || input.token === '' ? null : input.token;
+  if (token !== null && (token.length > 1024 || !HEADER_VALUE.test(token))) throw invalid('A push token is at most 1024 printable ASCII characters');
+  let authentication: PushConfig['authentication'] = null;
+  if (input.authentication) {
+    const { scheme, credentials } = input.authentication;
+    if (typeof scheme !== 'string' || !AUTH_SCHEME.test(scheme)) throw invalid('authentication.scheme must be an HTTP auth scheme such as Bearer or Basic');
+    const creds = credentials === undefined || credentials === null || credentials === '' ? null : credentials;
+    if (creds !== null && (creds.length > 4096 || !HEADER_VALUE.test(creds))) throw invalid('authentication.credentials are at most 4096 printable ASCII characters');
+    authentication = { scheme, credentials: creds };
+  }
+  return { id: input.id === '' ? undefined : input.id, url: input.url, token, authentication };
 }
 
 /** Cursors are opaque: the last item's sort key and id; an `updated` cursor is tagged so orders never mix. */
