@@ -397,6 +397,29 @@ for (const kind of storesUnderTest()) {
       });
     });
 
+    it('shares the REST rate limit per principal: 429 with Retry-After on both bindings, the card exempt', async () => {
+      const app = createBelayApp({
+        service,
+        auth: new Authenticator({ apiKeys: KEYS.map(parseApiKeySpec) }),
+        rateLimit: { perSecond: 0.01, burst: 2 },
+        heartbeatMs: 200,
+      });
+      const limited = await listen(app.fetch, { port: 0, host: '127.0.0.1' });
+      extraServers.push(limited);
+      expect((await raw(limited.url, '/v1/agent-tasks')).status).toBe(200);
+      expect((await rpc(limited.url, 'GetTask', { id: 'task_missing' })).json.error.code).toBe(-32001);
+      const r = await rpc(limited.url, 'GetTask', { id: 'task_missing' });
+      expect(r.status).toBe(429);
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(r.json.error.data[0]).toMatchObject({ reason: 'RATE_LIMITED', domain: 'belay.dev' });
+      const rest = await raw(limited.url, '/a2a/rest/tasks');
+      expect(rest.status).toBe(429);
+      expect(rest.json.error.status).toBe('RESOURCE_EXHAUSTED');
+      // Another principal has its own bucket; the public card is not limited.
+      expect((await rpc(limited.url, 'GetTask', { id: 'task_missing' }, { key: MALLORY })).json.error.code).toBe(-32001);
+      for (let i = 0; i < 3; i++) expect((await raw(limited.url, '/.well-known/agent-card.json', { key: null, version: null })).status).toBe(200);
+    });
+
     describe('raw HTTP+JSON', () => {
       it('accepts application/json and application/a2a+json, subscribe by GET and by POST, tenant-prefixed routes, 201/204 for push configs', async () => {
         const body = { message: reviewMessage() };
