@@ -53,3 +53,22 @@ export function restStatus(state: TaskState): 'queued' | 'working' | 'input_requ
       return 'cancelled';
   }
 }
+
+/** The MCP Tasks vocabulary (2025-11-25 and the `io.modelcontextprotocol/tasks` extension). */
+export function mcpStatus(state: TaskState): 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled' {
+  switch (state) {
+    case 'submitted':
+    case 'working':
+      return 'working';
+    case 'input_required':
+    case 'auth_required':
+      return 'input_required';
+    case 'completed':
+      return 'completed';
+    case 'failed':
+    case 'rejected':
+      return 'failed';
+    case 'canceled':
+      return 'cancelled';
+  }
+}

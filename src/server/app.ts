@@ -12,6 +12,8 @@ import { authenticate, type BelayEnv } from '../protocols/http/middleware.js';
 import { problemResponse } from '../protocols/http/problem.js';
 import { RateLimiter } from '../protocols/http/rate-limit.js';
 import { restRoutes } from '../protocols/rest/rest-routes.js';
+import type { McpFrontOptions } from '../protocols/mcp/mcp-context.js';
+import { createMcpFront } from '../protocols/mcp/mcp-routes.js';
 import { a2aRoutes, type A2aOptions } from '../protocols/a2a/a2a-routes.js';
 
 export interface BelayAppOptions {
@@ -23,6 +25,8 @@ export interface BelayAppOptions {
   requireIdempotencyKey?: boolean;
   /** SSE heartbeat comment interval (≤ 15 s keeps proxies from closing idle streams). */
   heartbeatMs?: number;
+  /** The MCP front (Streamable HTTP at /mcp: 2025-11-25 tasks and the tasks extension); on by default. */
+  mcp?: McpFrontOptions | false;
   /** The A2A 1.0 front (agent card, JSON-RPC at /a2a/jsonrpc, HTTP+JSON at /a2a/rest); on by default. */
   a2a?: A2aOptions | false;
 }
@@ -53,5 +57,9 @@ export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
   app.route('/', restRoutes({ service, limits, requireIdempotencyKey: options.requireIdempotencyKey ?? true, heartbeatMs: options.heartbeatMs ?? 15_000 }));
   // The agent card is public; the A2A bindings apply the same authentication and rate limit as REST themselves.
   if (options.a2a !== false) app.route('/', a2aRoutes({ ...options.a2a, service, limits, heartbeatMs: options.heartbeatMs ?? 15_000, auth: options.auth, guard: authenticate(options.auth, limiter) }));
+  if (options.mcp !== false) {
+    app.use('/mcp', authenticate(options.auth, limiter));
+    app.route('/', createMcpFront({ service, limits, ...(options.mcp ? { mcp: options.mcp } : {}) }).routes);
+  }
   return app;
 }
