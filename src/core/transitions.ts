@@ -41,7 +41,8 @@ export function decideAnswer(task: Task, req: AnswerRequest): TaskPatch {
     }
     if (req.now >= pending.deadlineAt) throw new BelayError('INPUT_DEADLINE_PASSED', 'The question expired before it was answered');
     return {
-      set: { state: 'working', pendingInput: null, answers: { ...task.answers, [pending.key]: req.answer }, wakeAt: req.now },
+      // A resume after an answer starts a fresh count of attempts: pauses are not failures.
+      set: { state: 'working', pendingInput: null, answers: { ...task.answers, [pending.key]: req.answer }, wakeAt: req.now, attempts: 0 },
       bumpFence: false,
       event: { kind: 'input_received', body: { ...req.eventExtras, state: 'working', key: pending.key } },
     };

@@ -335,6 +335,8 @@ export class TaskRunner {
       artifacts,
       leaseUntil: now + this.env.leaseMs,
       wakeAt: now + this.env.leaseMs,
+      // A sub-step that committed is progress: a later crash in this step starts counting attempts afresh.
+      resetAttempts: true,
     });
     if (!out.ok) {
       if (out.reason === 'cancel_requested') this.controller.abort(new StopSignal('cancel_requested'));

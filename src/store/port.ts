@@ -185,6 +185,7 @@ export interface TaskPatch {
     wakeAt: number | null;
     terminalAt: number | null;
     expiresAt: number | null;
+    attempts: number;
   }>;
   bumpFence: boolean;
   event: { kind: TaskEventKind; body: Record<string, Json> } | null;

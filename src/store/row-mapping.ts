@@ -128,6 +128,7 @@ export const PATCH_COLUMNS = {
   wakeAt: { column: 'wake_at', json: false },
   terminalAt: { column: 'terminal_at', json: false },
   expiresAt: { column: 'expires_at', json: false },
+  attempts: { column: 'attempts', json: false },
 } as const;
 
 export interface TombstoneRow {

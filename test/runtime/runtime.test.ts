@@ -363,6 +363,42 @@ for (const kind of storesUnderTest()) {
       expect(effects.filter((e) => e.status === 'applied')).toHaveLength(14);
     });
 
+    it('pauses and sub-step saves are not failed attempts: a step that asks twelve times completes under maxAttempts 3', async () => {
+      const chatty = defineTaskType({
+        name: 'chatty',
+        version: 1,
+        input: z.object({}),
+        initialCheckpoint: () => ({ asked: 0 }),
+        retry: { maxAttempts: 3 },
+        steps: [
+          {
+            name: 'ask-many',
+            run: async (ctx) => {
+              let cp = ctx.checkpoint as { asked: number };
+              while (cp.asked < 12) {
+                ctx.ask(`q${cp.asked}`, { question: `question ${cp.asked}?`, schema: { type: 'boolean' } });
+                cp = { asked: cp.asked + 1 };
+                await ctx.save(cp);
+              }
+              return cp;
+            },
+          },
+        ],
+      });
+      const reg = new TaskTypeRegistry([chatty]);
+      service = new TaskService({ store, registry: reg, clock });
+      const w = makeWorker(reg);
+      const { task } = await service.createTask(who, { type: 'chatty', input: {} });
+      for (let i = 0; i < 12; i++) {
+        await w.drain();
+        const t = await service.getTask(who, task.id);
+        expect(t.state, JSON.stringify(t.error)).toBe('input_required');
+        await service.answer(who, task.id, { version: t.version, answer: true });
+      }
+      await w.drain();
+      expect(await service.getTask(who, task.id)).toMatchObject({ state: 'completed', result: { asked: 12 } });
+    });
+
     it('bad input gets a clear code and persists nothing', async () => {
       const deep: Record<string, unknown> = {};
       let cur = deep;
