@@ -452,7 +452,10 @@ export class TaskRunner {
   private effectsReport(effects: SideEffectRecord[]): { effects_applied: string[]; effects_uncertain: string[]; effects_not_started: string[] } {
     const own = effects.filter((e) => !e.key.startsWith('compensate:'));
     const known = new Set(own.map((e) => e.key));
-    const planned = this.type.plannedEffects ? this.type.plannedEffects(this.committedCheckpoint, this.task.input) : [];
+    // Before the first commit the row has no checkpoint yet: the plan starts from the initial one (a task type's
+    // plannedEffects reads its own checkpoint shape; handing it null made cancelling such a task throw, forever).
+    const checkpoint = this.committedCheckpoint === null && this.committedStep === 0 ? (this.type.initialCheckpoint(this.task.input) as Json) : this.committedCheckpoint;
+    const planned = this.type.plannedEffects ? this.type.plannedEffects(checkpoint, this.task.input) : [];
     return {
       effects_applied: own.filter((e) => e.status === 'applied').map((e) => e.key),
       effects_uncertain: own.filter((e) => e.status === 'pending').map((e) => e.key),
