@@ -18,6 +18,7 @@
 import type { TaskError } from '../core/errors.js';
 import type { Artifact, Json, PendingInput, Progress, PushConfig, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
+import type { Delivery, DeliveryOutcome, DeliveryStatus, FeedEvent, NewDelivery, WebhookEndpoint, WebhookSecret } from '../core/delivery.js';
 
 export interface StoreCapabilities {
   readonly dialect: 'sqlite' | 'postgres';
@@ -263,7 +264,8 @@ export interface Store {
 
   /**
    * Retention: turns up to `limit` finished tasks whose `expires_at` has passed into tombstones, deleting their
-   * events, ledger, idempotency keys and push configs in the same transaction. Returns how many expired.
+   * events, ledger, idempotency keys, push configs, webhook deliveries and gone markers in the same transaction.
+   * Returns how many expired.
    */
   expireTasks(now: number, limit: number): Promise<number>;
 
@@ -297,6 +299,73 @@ export interface Store {
 
   /** Counts of tasks by state (operators, metrics, benchmarks). */
   countByState(): Promise<Record<string, number>>;
+
+  // ---- webhook delivery (delivery/dispatcher.ts) --------------------------------------------------------------------
+
+  /**
+   * The webhook feed: committed events after the stored feed cursor, in commit order, with their task's routing
+   * fields, at most `limit`. Commit order is gapless: an event committed later never appears behind the cursor
+   * (SQLite: the log's rowid, assigned under the single writer; PostgreSQL: the writing transaction's id, read only
+   * below the oldest transaction still running). Events of tasks already deleted are skipped but still move `next`.
+   * Pure read; `enqueueDeliveries` moves the cursor.
+   */
+  readEventFeed(limit: number): Promise<{ cursor: string; next: string; events: FeedEvent[] }>;
+
+  /**
+   * In one transaction: inserts the deliveries (a delivery for the same `(targetKey, taskId, seq)` that exists already
+   * is left alone, so re-routing after a crash never duplicates) and moves the feed cursor from `cursor` to `next`.
+   * Returns false, writing nothing, when the cursor is no longer `cursor` (another router got there first).
+   */
+  enqueueDeliveries(cursor: string, next: string, deliveries: readonly NewDelivery[]): Promise<boolean>;
+
+  /**
+   * Leases up to `limit` pending deliveries due at `now` (oldest due first): bumps `fence` and `attempts`, sets
+   * `lease_until = next_attempt_at = now + leaseMs`. A dispatcher that dies mid-attempt leaves the delivery pending;
+   * it is claimable again when the lease lapses, with the same event id. Several dispatchers never lease one row at once.
+   */
+  claimDeliveries(request: { workerId: string; now: number; leaseMs: number; limit: number }): Promise<Delivery[]>;
+
+  /**
+   * Records an attempt's outcome, only while `fence` is current and the delivery still pending (a stale dispatcher
+   * whose lease lapsed gets false and writes nothing). `gone` also disables the target (an endpoint's `enabled`, or a
+   * callback/push target's gone marker) and dead-letters that target's other pending deliveries not in flight.
+   */
+  finishDelivery(lease: { id: string; fence: number }, outcome: DeliveryOutcome, now: number): Promise<boolean>;
+
+  /** With another tenant's id, indistinguishable from none. */
+  getDelivery(tenant: string, id: string): Promise<Delivery | null>;
+
+  /** The tenant's deliveries, newest first (by id within `createdAt`), filtered; `after` is the last id of the previous page. */
+  listDeliveries(query: { tenant: string; status?: DeliveryStatus; taskId?: string; endpointId?: string; after?: { createdAt: number; id: string }; limit: number }): Promise<Delivery[]>;
+
+  /**
+   * Dead letters back to `pending` (attempts reset, due at `now`, same event id), by ids or by endpoint, in the
+   * tenant only; clears the gone markers of their callback/push targets. Returns how many were redriven.
+   */
+  redriveDeliveries(tenant: string, filter: { ids?: readonly string[]; endpointId?: string }, now: number): Promise<number>;
+
+  /** Retention for delivery history: deletes up to `limit` delivered deliveries delivered before `before`. */
+  pruneDeliveries(before: number, limit: number): Promise<number>;
+
+  /** Deliveries by status, all tenants (metrics). */
+  countDeliveries(): Promise<Record<string, number>>;
+
+  /** Creates or replaces (same tenant and id) an endpoint. */
+  putWebhookEndpoint(endpoint: WebhookEndpoint): Promise<WebhookEndpoint>;
+  /** With another tenant, indistinguishable from none. */
+  getWebhookEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null>;
+  /** In id order, after `afterId`; at most `limit`. */
+  listWebhookEndpoints(tenant: string, options: { afterId?: string; limit: number }): Promise<WebhookEndpoint[]>;
+  /** Deletes the endpoint and its pending deliveries. Returns whether it existed. */
+  deleteWebhookEndpoint(tenant: string, id: string): Promise<boolean>;
+
+  /** The secrets that sign a tenant's task callbacks (`callback_url`), or null when none were made yet. */
+  getCallbackSecrets(tenant: string): Promise<WebhookSecret[] | null>;
+  /** Stores them; with `onlyIfAbsent`, keeps and returns the existing ones when there are any (two racing creators agree). */
+  putCallbackSecrets(tenant: string, secrets: readonly WebhookSecret[], now: number, onlyIfAbsent: boolean): Promise<WebhookSecret[]>;
+
+  /** Which of these callback/push target keys answered 410 Gone (and were not redriven since). */
+  goneTargets(keys: readonly string[]): Promise<string[]>;
 
   /**
    * Subscribes to committed events, including other processes' (PostgreSQL: LISTEN, started when the store opens;

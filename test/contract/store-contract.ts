@@ -8,6 +8,7 @@ import { newTaskId } from '../../src/core/ids.js';
 import type { Json, Task } from '../../src/core/task.js';
 import { decideAnswer, decideCancel, decideDeadline } from '../../src/core/transitions.js';
 import type { Lease, NewTask, Store, StoreNotification, TaskCommit } from '../../src/store/port.js';
+import type { NewDelivery } from '../../src/core/delivery.js';
 
 export interface StoreFactory {
   name: string;
@@ -499,6 +500,174 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(await store.isPrincipalDisabled('globex', 'alice')).toBe(false);
       await store.setPrincipalDisabled('acme', 'alice', false, T0 + 2);
       expect(await store.isPrincipalDisabled('acme', 'alice')).toBe(false);
+    });
+
+    // ---- webhook delivery ----------------------------------------------------------------------------------------
+
+    /** Reads the feed until it holds `n` events: PostgreSQL shows an event once every older transaction (in the whole
+     * cluster) has ended, so under a parallel test load it may lag a few milliseconds behind the commit. */
+    async function feedWith(n: number, limit = 10) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const feed = await store.readEventFeed(limit);
+        if (feed.events.length >= n || Date.now() > deadline) return feed;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+
+    const newDelivery = (e: { taskId: string; seq: number; tenant?: string }, target: Partial<NewDelivery> = {}, now = T0): NewDelivery => ({
+      id: `dlv_${e.taskId.slice(-8)}_${e.seq}_${Math.random().toString(16).slice(2, 8)}`,
+      eventId: `evt_${e.taskId}_${e.seq}`,
+      tenant: e.tenant ?? 'acme',
+      taskId: e.taskId,
+      seq: e.seq,
+      eventType: 'task.created',
+      targetKind: 'callback',
+      targetId: '',
+      targetKey: `callback:${e.taskId}`,
+      url: 'https://hooks.example/cb',
+      payload: '{"x":1}',
+      status: 'pending',
+      deadReason: null,
+      now,
+      ...target,
+    });
+
+    test('webhook feed: committed events in commit order after the cursor; enqueue moves it once, duplicates are ignored', async () => {
+      const empty = await store.readEventFeed(10);
+      expect(empty.events).toEqual([]);
+      expect(empty.next).toBe(empty.cursor);
+      const a = (await store.createTask(newTask({ callbackUrl: 'https://hooks.example/a' }))).task;
+      const b = (await store.createTask(newTask({ tenant: 'globex' }))).task;
+      await claimOne();
+      const feed = await feedWith(3);
+      expect(feed.events.map((e) => [e.taskId, e.seq, e.kind])).toEqual([
+        [a.id, 1, 'created'],
+        [b.id, 1, 'created'],
+        [a.id, 2, 'started'],
+      ]);
+      expect(feed.events[0]).toMatchObject({ tenant: 'acme', callbackUrl: 'https://hooks.example/a', taskType: 'demo', contextId: 'ctx_1', createdBy: 'alice' });
+      expect(feed.events[1]!.tenant).toBe('globex');
+      // A page of one, then the rest.
+      const first = await store.readEventFeed(1);
+      expect(first.events.map((e) => e.seq)).toEqual([1]);
+      const d = newDelivery({ taskId: a.id, seq: 1 });
+      expect(await store.enqueueDeliveries(first.cursor, first.next, [d])).toBe(true);
+      // A second router with the same stale cursor writes nothing.
+      expect(await store.enqueueDeliveries(first.cursor, first.next, [newDelivery({ taskId: b.id, seq: 1, tenant: 'globex' })])).toBe(false);
+      const rest = await store.readEventFeed(10);
+      expect(rest.cursor).toBe(first.next);
+      expect(rest.events.map((e) => [e.taskId, e.seq])).toEqual([
+        [b.id, 1],
+        [a.id, 2],
+      ]);
+      // Re-routing the same (target, task, seq) after a crash keeps the first delivery.
+      expect(await store.enqueueDeliveries(rest.cursor, rest.next, [{ ...d, id: 'dlv_other' }])).toBe(true);
+      const all = await store.listDeliveries({ tenant: 'acme', limit: 10 });
+      expect(all.map((x) => x.id)).toEqual([d.id]);
+      expect(await store.listDeliveries({ tenant: 'globex', limit: 10 })).toEqual([]);
+      expect((await store.readEventFeed(10)).events).toEqual([]);
+      // Events committed after the read come next, never behind the cursor.
+      const c = (await store.createTask(newTask({ now: T0 + 5 }))).task;
+      expect((await feedWith(1)).events.map((e) => e.taskId)).toEqual([c.id]);
+    });
+
+    test('deliveries: claims lease due ones with a fence; a stale finish is refused; retry reschedules; a lapsed lease is claimable again', async () => {
+      const { task } = await store.createTask(newTask());
+      const feed = await feedWith(1);
+      const d = newDelivery({ taskId: task.id, seq: 1 });
+      await store.enqueueDeliveries(feed.cursor, feed.next, [d, newDelivery({ taskId: task.id, seq: 1 }, { targetKind: 'endpoint', targetId: 'whe_1', targetKey: 'endpoint:whe_1', now: T0 + 10 })]);
+      expect(await store.claimDeliveries({ workerId: 'd1', now: T0 - 1, leaseMs: 1000, limit: 10 })).toEqual([]);
+      const [c1, c2] = await store.claimDeliveries({ workerId: 'd1', now: T0 + 10, leaseMs: 1000, limit: 10 });
+      expect(c1).toMatchObject({ id: d.id, attempts: 1, fence: 1, leaseOwner: 'd1', leaseUntil: T0 + 1010, nextAttemptAt: T0 + 1010, status: 'pending', eventId: d.eventId, payload: '{"x":1}' });
+      expect(c2!.targetKind).toBe('endpoint');
+      // Nobody else gets them while leased.
+      expect(await store.claimDeliveries({ workerId: 'd2', now: T0 + 500, leaseMs: 1000, limit: 10 })).toEqual([]);
+      // The lease lapses (the dispatcher died): another dispatcher takes it over with a new fence.
+      const [again] = await store.claimDeliveries({ workerId: 'd2', now: T0 + 1010, leaseMs: 1000, limit: 1 });
+      expect(again).toMatchObject({ id: d.id, attempts: 2, fence: 2, leaseOwner: 'd2' });
+      // The stale dispatcher's outcome is refused.
+      expect(await store.finishDelivery({ id: d.id, fence: 1 }, { kind: 'delivered', status: 200 }, T0 + 1011)).toBe(false);
+      expect(await store.finishDelivery({ id: d.id, fence: 2 }, { kind: 'retry', nextAttemptAt: T0 + 9000, status: 500, error: 'HTTP 500' }, T0 + 1012)).toBe(true);
+      expect(await store.getDelivery('acme', d.id)).toMatchObject({ status: 'pending', nextAttemptAt: T0 + 9000, lastStatus: 500, lastError: 'HTTP 500', leaseOwner: null });
+      expect(await store.getDelivery('globex', d.id)).toBeNull();
+      expect((await store.claimDeliveries({ workerId: 'd2', now: T0 + 8999, leaseMs: 1000, limit: 10 })).map((x) => x.id)).toEqual([c2!.id]);
+      const [third] = await store.claimDeliveries({ workerId: 'd2', now: T0 + 9000, leaseMs: 1000, limit: 10 });
+      expect(await store.finishDelivery({ id: d.id, fence: third!.fence }, { kind: 'delivered', status: 204 }, T0 + 9001)).toBe(true);
+      expect(await store.getDelivery('acme', d.id)).toMatchObject({ status: 'delivered', deliveredAt: T0 + 9001, attempts: 3, nextAttemptAt: null });
+      // A finished delivery takes no second outcome.
+      expect(await store.finishDelivery({ id: d.id, fence: third!.fence }, { kind: 'dead', reason: 'x', status: null, error: 'x' }, T0 + 9002)).toBe(false);
+      expect(await store.countDeliveries()).toMatchObject({ delivered: 1, pending: 1 });
+      expect(await store.pruneDeliveries(T0 + 9001, 10)).toBe(0);
+      expect(await store.pruneDeliveries(T0 + 9002, 10)).toBe(1);
+      expect(await store.getDelivery('acme', d.id)).toBeNull();
+    });
+
+    test('410 Gone disables the target and dead-letters its pending deliveries; redrive brings them back and clears the marker', async () => {
+      const { task } = await store.createTask(newTask());
+      await claimOne();
+      const ep = await store.putWebhookEndpoint({
+        id: 'whe_a', tenant: 'acme', url: 'https://hooks.example/e', description: null, eventTypes: null,
+        secrets: [{ secret: 'whsec_x', createdAt: T0, expiresAt: null }], enabled: true, disabledReason: null, disabledAt: null, createdBy: 'ops', createdAt: T0, updatedAt: T0,
+      });
+      const feed = await feedWith(2);
+      const onEndpoint = (seq: number) => newDelivery({ taskId: task.id, seq }, { targetKind: 'endpoint', targetId: ep.id, targetKey: `endpoint:${ep.id}` });
+      await store.enqueueDeliveries(feed.cursor, feed.next, [newDelivery({ taskId: task.id, seq: 1 }), newDelivery({ taskId: task.id, seq: 2 }), onEndpoint(1), onEndpoint(2)]);
+      const claimed = await store.claimDeliveries({ workerId: 'd', now: T0, leaseMs: 1000, limit: 10 });
+      const cb = claimed.find((x) => x.targetKind === 'callback' && x.seq === 1)!;
+      const e1 = claimed.find((x) => x.targetKind === 'endpoint' && x.seq === 1)!;
+      // Release the others (as if they had failed and been rescheduled).
+      for (const x of claimed.filter((y) => y !== cb && y !== e1)) await store.finishDelivery(x, { kind: 'retry', nextAttemptAt: T0 + 100, status: 500, error: 'HTTP 500' }, T0 + 1);
+      expect(await store.finishDelivery(cb, { kind: 'gone', status: 410, error: 'gone' }, T0 + 2)).toBe(true);
+      expect(await store.goneTargets([`callback:${task.id}`, 'callback:other'])).toEqual([`callback:${task.id}`]);
+      expect(await store.finishDelivery(e1, { kind: 'gone', status: 410, error: 'gone' }, T0 + 3)).toBe(true);
+      expect(await store.getWebhookEndpoint('acme', ep.id)).toMatchObject({ enabled: false, disabledReason: 'gone', disabledAt: T0 + 3 });
+      const dead = await store.listDeliveries({ tenant: 'acme', status: 'dead', limit: 10 });
+      expect(dead).toHaveLength(4);
+      expect(dead.filter((x) => x.deadReason === 'target_gone')).toHaveLength(2);
+      expect(await store.listDeliveries({ tenant: 'acme', status: 'dead', endpointId: ep.id, limit: 10 })).toHaveLength(2);
+      // Another tenant cannot redrive them.
+      expect(await store.redriveDeliveries('globex', { ids: dead.map((x) => x.id) }, T0 + 10)).toBe(0);
+      expect(await store.redriveDeliveries('acme', { endpointId: ep.id }, T0 + 10)).toBe(2);
+      expect(await store.redriveDeliveries('acme', { ids: [cb.id] }, T0 + 10)).toBe(1);
+      expect(await store.goneTargets([`callback:${task.id}`])).toEqual([]);
+      const back = await store.getDelivery('acme', cb.id);
+      expect(back).toMatchObject({ status: 'pending', attempts: 0, nextAttemptAt: T0 + 10, deadReason: null, eventId: cb.eventId });
+    });
+
+    test('webhook endpoints and callback secrets are scoped by tenant; retention deletes deliveries with their task', async () => {
+      const base = { tenant: 'acme', url: 'https://hooks.example/e', description: 'd', eventTypes: ['task.completed'], secrets: [{ secret: 'whsec_x', createdAt: T0, expiresAt: null }], enabled: true, disabledReason: null, disabledAt: null, createdBy: 'ops', createdAt: T0, updatedAt: T0 };
+      await store.putWebhookEndpoint({ ...base, id: 'whe_b' });
+      await store.putWebhookEndpoint({ ...base, id: 'whe_a' });
+      const replaced = await store.putWebhookEndpoint({ ...base, id: 'whe_a', url: 'https://hooks.example/a2', eventTypes: null, updatedAt: T0 + 5 });
+      expect(replaced).toMatchObject({ id: 'whe_a', url: 'https://hooks.example/a2', eventTypes: null, createdAt: T0, updatedAt: T0 + 5, enabled: true });
+      expect((await store.listWebhookEndpoints('acme', { limit: 10 })).map((e) => e.id)).toEqual(['whe_a', 'whe_b']);
+      expect((await store.listWebhookEndpoints('acme', { limit: 10, afterId: 'whe_a' })).map((e) => e.id)).toEqual(['whe_b']);
+      expect(await store.listWebhookEndpoints('globex', { limit: 10 })).toEqual([]);
+      expect(await store.getWebhookEndpoint('globex', 'whe_a')).toBeNull();
+      expect(await store.deleteWebhookEndpoint('globex', 'whe_a')).toBe(false);
+      expect(await store.deleteWebhookEndpoint('acme', 'whe_a')).toBe(true);
+      expect(await store.getWebhookEndpoint('acme', 'whe_a')).toBeNull();
+
+      expect(await store.getCallbackSecrets('acme')).toBeNull();
+      const s1 = [{ secret: 'whsec_one', createdAt: T0, expiresAt: null }];
+      expect(await store.putCallbackSecrets('acme', s1, T0, true)).toEqual(s1);
+      // put-if-absent keeps the first; an explicit put replaces.
+      expect(await store.putCallbackSecrets('acme', [{ secret: 'whsec_two', createdAt: T0, expiresAt: null }], T0, true)).toEqual(s1);
+      const s2 = [{ secret: 'whsec_two', createdAt: T0 + 1, expiresAt: null }, { secret: 'whsec_one', createdAt: T0, expiresAt: T0 + 100 }];
+      expect(await store.putCallbackSecrets('acme', s2, T0 + 1, false)).toEqual(s2);
+      expect(await store.getCallbackSecrets('globex')).toBeNull();
+
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      const feed = await feedWith(2);
+      await store.enqueueDeliveries(feed.cursor, feed.next, [newDelivery({ taskId: task.id, seq: 1 }), newDelivery({ taskId: task.id, seq: 2 }, { status: 'dead', deadReason: 'target_gone' })]);
+      const [cl] = await store.claimDeliveries({ workerId: 'd', now: T0, leaseMs: 1000, limit: 1 });
+      await store.finishDelivery(cl!, { kind: 'gone', status: 410, error: 'gone' }, T0);
+      await store.commit({ ...progressCommit(lease, t, T0 + 1), kind: 'complete', state: 'completed', leaseUntil: null, wakeAt: null, expiresAt: T0 + 5000, event: { kind: 'completed', body: { state: 'completed' } } });
+      expect(await store.expireTasks(T0 + 5000, 10)).toBe(1);
+      expect(await store.listDeliveries({ tenant: 'acme', limit: 10 })).toEqual([]);
+      expect(await store.goneTargets([`callback:${task.id}`])).toEqual([]);
     });
 
     test('subscribers hear committed events', async () => {

@@ -142,4 +142,82 @@ CREATE TABLE {{schema}}.disabled_principals (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'webhook-deliveries',
+    breaking: false,
+    sql: `
+-- The webhook feed's commit order: the id of the transaction that wrote each event. Rows from before this migration
+-- keep NULL (no table rewrite) and are not sent. The router reads only below the oldest running transaction.
+ALTER TABLE {{schema}}.task_events ADD COLUMN xid xid8;
+ALTER TABLE {{schema}}.task_events ALTER COLUMN xid SET DEFAULT pg_current_xact_id();
+CREATE INDEX task_events_xid ON {{schema}}.task_events (xid);
+CREATE TABLE {{schema}}.webhook_endpoints (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  url TEXT NOT NULL,
+  description TEXT,
+  event_types JSONB,
+  secrets JSONB NOT NULL,
+  enabled BOOLEAN NOT NULL DEFAULT true,
+  disabled_reason TEXT,
+  disabled_at BIGINT,
+  created_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX webhook_endpoints_tenant ON {{schema}}.webhook_endpoints (tenant, id);
+CREATE TABLE {{schema}}.webhook_tenant_secrets (
+  tenant TEXT PRIMARY KEY,
+  secrets JSONB NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE {{schema}}.deliveries (
+  id TEXT PRIMARY KEY,
+  event_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  event_type TEXT NOT NULL,
+  target_kind TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  target_key TEXT NOT NULL,
+  url TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at BIGINT,
+  lease_owner TEXT,
+  lease_until BIGINT,
+  fence BIGINT NOT NULL DEFAULT 0,
+  last_status INTEGER,
+  last_error TEXT,
+  last_attempt_at BIGINT,
+  dead_reason TEXT,
+  dead_at BIGINT,
+  created_at BIGINT NOT NULL,
+  delivered_at BIGINT,
+  UNIQUE (target_key, task_id, seq)
+);
+CREATE INDEX deliveries_due ON {{schema}}.deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX deliveries_task ON {{schema}}.deliveries (task_id);
+CREATE INDEX deliveries_tenant ON {{schema}}.deliveries (tenant, created_at DESC, id DESC);
+CREATE INDEX deliveries_delivered ON {{schema}}.deliveries (delivered_at) WHERE status = 'delivered';
+CREATE TABLE {{schema}}.webhook_gone_targets (
+  target_key TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  at BIGINT NOT NULL
+);
+CREATE INDEX webhook_gone_targets_task ON {{schema}}.webhook_gone_targets (task_id);
+-- The router's cursor: '' (the start) or '<xid>:<task id length>:<task id>:<seq>'.
+CREATE TABLE {{schema}}.delivery_feed (
+  name TEXT PRIMARY KEY,
+  cursor TEXT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+INSERT INTO {{schema}}.delivery_feed (name, cursor, updated_at) VALUES ('webhooks', '', 0);
+`,
+  },
 ];

@@ -63,6 +63,8 @@ export interface PostgresStoreOptions {
   /** Schema holding Belay's tables; created if missing. Default `belay`. */
   schema?: string;
   /** Pool size (connections for queries; the LISTEN client is one more). Default 10. */
+import type { Delivery, DeliveryOutcome, DeliveryStatus, FeedEvent, NewDelivery, WebhookEndpoint, WebhookSecret } from '../../core/delivery.js';
+import { deliveryFromRow, endpointFromRow, outcomeColumns, type DeliveryRow, type EndpointRow } from '../delivery-rows.js';
   poolSize?: number;
   /**
    * When the LISTEN client runs. `eager` (default): from open to close, so a `subscribe()` hears every event
@@ -728,6 +730,8 @@ export class PostgresStore implements Store {
     );
     return r.rows[0] ? pushConfigFromRow(r.rows[0]) : null;
   }
+       dl AS (DELETE FROM ${this.s}.deliveries d USING doomed WHERE d.task_id = doomed.id),
+       gt AS (DELETE FROM ${this.s}.webhook_gone_targets g USING doomed WHERE g.task_id = doomed.id),
 
   async getPushConfig(tenant: string, taskId: string, id: string): Promise<PushConfig | null> {
     const r = await this.query<PushConfigRow>(`SELECT * FROM ${this.s}.push_configs WHERE tenant = $1 AND task_id = $2 AND id = $3`, [tenant, taskId, id]);
@@ -800,6 +804,263 @@ export class PostgresStore implements Store {
     this.listenClient = client;
     client.on('notification', (m) => {
       if (m.channel === this.channel) this.onPayload(m.payload ?? '');
+  // ---- webhook delivery ------------------------------------------------------------------------------------------
+  // The feed's order is (xid, task_id, seq): each event carries the id of the transaction that wrote it. Only events
+  // below the oldest transaction still running are read (every transaction below it has committed or aborted), so a
+  // later commit can never land behind the cursor. A transaction left open holds the feed back until it ends.
+
+  async readEventFeed(limit: number): Promise<{ cursor: string; next: string; events: FeedEvent[] }> {
+    const cur = await this.query<{ cursor: string }>(`SELECT cursor FROM ${this.s}.delivery_feed WHERE name = 'webhooks'`);
+    const cursor = cur.rows[0]?.cursor ?? '';
+    const values: unknown[] = [limit];
+    let after = '';
+    if (cursor !== '') {
+      const [xid, taskId, seq] = JSON.parse(cursor) as [string, string, number];
+      values.push(xid, taskId, seq);
+      after = `AND e.xid >= $2::xid8 AND (e.xid, e.task_id, e.seq) > ($2::xid8, $3::text, $4::bigint)`;
+    }
+    const r = await this.query<EventRow & { xid: string; tenant: string | null; context_id: string; task_type: string; callback_url: string | null; created_by: string }>(
+      `SELECT e.task_id, e.seq, e.kind, e.body, e.at, e.xid::text AS xid, t.tenant, t.context_id, t.type AS task_type, t.callback_url, t.created_by
+         FROM ${this.s}.task_events e LEFT JOIN ${this.s}.tasks t ON t.id = e.task_id
+        WHERE e.xid IS NOT NULL ${after} AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.xid, e.task_id, e.seq LIMIT $1::int`,
+      values,
+    );
+    const events: FeedEvent[] = [];
+    for (const row of r.rows) {
+      if (row.tenant === null) continue;
+      events.push({ ...eventFromRow(row), tenant: row.tenant, contextId: row.context_id, taskType: row.task_type, callbackUrl: row.callback_url, createdBy: row.created_by });
+    }
+    const last = r.rows.at(-1);
+    return { cursor, next: last ? JSON.stringify([last.xid, last.task_id, Number(last.seq)]) : cursor, events };
+  }
+
+  async enqueueDeliveries(cursor: string, next: string, deliveries: readonly NewDelivery[]): Promise<boolean> {
+    return this.transaction(async (c) => {
+      const moved = await c.query(`UPDATE ${this.s}.delivery_feed SET cursor = $1, updated_at = $3::bigint WHERE name = 'webhooks' AND cursor = $2`, [
+        next,
+        cursor,
+        deliveries[0]?.now ?? 0,
+      ]);
+      if ((moved.rowCount ?? 0) === 0) return false;
+      if (deliveries.length > 0) {
+        await c.query(
+          `INSERT INTO ${this.s}.deliveries (id, event_id, tenant, task_id, seq, event_type, target_kind, target_id, target_key, url, payload,
+             status, attempts, next_attempt_at, fence, dead_reason, dead_at, created_at)
+           SELECT d.id, d.event_id, d.tenant, d.task_id, d.seq, d.event_type, d.target_kind, d.target_id, d.target_key, d.url, d.payload,
+             d.status, 0, CASE WHEN d.status = 'pending' THEN d.now END, 0, d.dead_reason, CASE WHEN d.status = 'dead' THEN d.now END, d.now
+             FROM jsonb_to_recordset($1::jsonb) AS d(id text, event_id text, tenant text, task_id text, seq bigint, event_type text,
+               target_kind text, target_id text, target_key text, url text, payload text, status text, dead_reason text, now bigint)
+           ON CONFLICT (target_key, task_id, seq) DO NOTHING`,
+          [
+            JSON.stringify(
+              deliveries.map((d) => ({
+                id: d.id,
+                event_id: d.eventId,
+                tenant: d.tenant,
+                task_id: d.taskId,
+                seq: d.seq,
+                event_type: d.eventType,
+                target_kind: d.targetKind,
+                target_id: d.targetId,
+                target_key: d.targetKey,
+                url: d.url,
+                payload: d.payload,
+                status: d.status,
+                dead_reason: d.deadReason,
+                now: d.now,
+              })),
+            ),
+          ],
+        );
+      }
+      return true;
+    });
+  }
+
+  async claimDeliveries(req: { workerId: string; now: number; leaseMs: number; limit: number }): Promise<Delivery[]> {
+    if (req.limit <= 0) return [];
+    const r = await this.query<DeliveryRow>(
+      `WITH c AS (
+         SELECT id FROM ${this.s}.deliveries WHERE status = 'pending' AND next_attempt_at <= $1::bigint
+          ORDER BY next_attempt_at LIMIT $2::int FOR UPDATE SKIP LOCKED
+       )
+       UPDATE ${this.s}.deliveries d SET lease_owner = $3::text, lease_until = $4::bigint, next_attempt_at = $4::bigint,
+              attempts = d.attempts + 1, fence = d.fence + 1, last_attempt_at = $1::bigint
+         FROM c WHERE d.id = c.id
+       RETURNING d.*`,
+      [req.now, req.limit, req.workerId, req.now + req.leaseMs],
+    );
+    return r.rows.map(deliveryFromRow).sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0));
+  }
+
+  async finishDelivery(lease: { id: string; fence: number }, outcome: DeliveryOutcome, now: number): Promise<boolean> {
+    const cols = outcomeColumns(outcome, now);
+    return this.transaction(async (c) => {
+      const r = await c.query<DeliveryRow>(
+        `UPDATE ${this.s}.deliveries SET status = $3, next_attempt_at = $4::bigint, last_status = $5::int, last_error = $6, dead_reason = $7,
+           dead_at = $8::bigint, delivered_at = $9::bigint, lease_owner = NULL, lease_until = NULL
+         WHERE id = $1 AND fence = $2::bigint AND status = 'pending' RETURNING *`,
+        [lease.id, lease.fence, cols.status, cols.next_attempt_at, cols.last_status, cols.last_error, cols.dead_reason, cols.dead_at, cols.delivered_at],
+      );
+      const row = r.rows[0];
+      if (!row) return false;
+      if (outcome.kind === 'gone') {
+        if (row.target_kind === 'endpoint') {
+          await c.query(
+            `UPDATE ${this.s}.webhook_endpoints SET enabled = false, disabled_reason = 'gone', disabled_at = $3::bigint, updated_at = $3::bigint WHERE tenant = $1 AND id = $2`,
+            [row.tenant, row.target_id, now],
+          );
+        } else {
+          await c.query(
+            `INSERT INTO ${this.s}.webhook_gone_targets (target_key, tenant, task_id, reason, at) VALUES ($1, $2, $3, 'gone', $4::bigint) ON CONFLICT (target_key) DO NOTHING`,
+            [row.target_key, row.tenant, row.task_id, now],
+          );
+        }
+        await c.query(
+          `UPDATE ${this.s}.deliveries SET status = 'dead', dead_reason = 'target_gone', dead_at = $2::bigint, next_attempt_at = NULL
+            WHERE target_key = $1 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $2::bigint)`,
+          [row.target_key, now],
+        );
+      }
+      return true;
+    });
+  }
+
+  async getDelivery(tenant: string, id: string): Promise<Delivery | null> {
+    const r = await this.query<DeliveryRow>(`SELECT * FROM ${this.s}.deliveries WHERE tenant = $1 AND id = $2`, [tenant, id]);
+    return r.rows[0] ? deliveryFromRow(r.rows[0]) : null;
+  }
+
+  async listDeliveries(q: { tenant: string; status?: DeliveryStatus; taskId?: string; endpointId?: string; after?: { createdAt: number; id: string }; limit: number }): Promise<Delivery[]> {
+    const values: unknown[] = [q.tenant];
+    const param = (v: unknown, cast: string) => {
+      values.push(v);
+      return `$${values.length}::${cast}`;
+    };
+    const where = ['tenant = $1::text'];
+    if (q.status) where.push(`status = ${param(q.status, 'text')}`);
+    if (q.taskId) where.push(`task_id = ${param(q.taskId, 'text')}`);
+    if (q.endpointId) where.push(`target_kind = 'endpoint' AND target_id = ${param(q.endpointId, 'text')}`);
+    if (q.after) {
+      const at = param(q.after.createdAt, 'bigint');
+      const id = param(q.after.id, 'text');
+      where.push(`(created_at < ${at} OR (created_at = ${at} AND id < ${id}))`);
+    }
+    const limit = param(q.limit, 'int');
+    const r = await this.query<DeliveryRow>(`SELECT * FROM ${this.s}.deliveries WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ${limit}`, values);
+    return r.rows.map(deliveryFromRow);
+  }
+
+  async redriveDeliveries(tenant: string, filter: { ids?: readonly string[]; endpointId?: string }, now: number): Promise<number> {
+    return this.transaction(async (c) => {
+      const values: unknown[] = [tenant, now];
+      const where = ['tenant = $1::text', `status = 'dead'`];
+      if (filter.ids) {
+        values.push([...filter.ids]);
+        where.push(`id = ANY($${values.length}::text[])`);
+      }
+      if (filter.endpointId) {
+        values.push(filter.endpointId);
+        where.push(`target_kind = 'endpoint' AND target_id = $${values.length}::text`);
+      }
+      const r = await c.query<{ target_key: string }>(
+        `UPDATE ${this.s}.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $2::bigint, dead_reason = NULL, dead_at = NULL,
+           lease_owner = NULL, lease_until = NULL WHERE ${where.join(' AND ')} RETURNING target_key`,
+        values,
+      );
+      const keys = [...new Set(r.rows.map((row) => row.target_key))];
+      if (keys.length > 0) await c.query(`DELETE FROM ${this.s}.webhook_gone_targets WHERE tenant = $1 AND target_key = ANY($2::text[])`, [tenant, keys]);
+      return r.rowCount ?? 0;
+    });
+  }
+
+  async pruneDeliveries(before: number, limit: number): Promise<number> {
+    const r = await this.query(
+      `DELETE FROM ${this.s}.deliveries WHERE id IN (
+         SELECT id FROM ${this.s}.deliveries WHERE status = 'delivered' AND delivered_at < $1::bigint ORDER BY delivered_at LIMIT $2::int FOR UPDATE SKIP LOCKED)`,
+      [before, limit],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  async countDeliveries(): Promise<Record<string, number>> {
+    const r = await this.query<{ status: string; n: number }>(`SELECT status, COUNT(*)::int AS n FROM ${this.s}.deliveries GROUP BY status`);
+    return Object.fromEntries(r.rows.map((row) => [row.status, Number(row.n)]));
+  }
+
+  async putWebhookEndpoint(e: WebhookEndpoint): Promise<WebhookEndpoint> {
+    const r = await this.query<EndpointRow>(
+      `INSERT INTO ${this.s}.webhook_endpoints AS w (id, tenant, url, description, event_types, secrets, enabled, disabled_reason, disabled_at, created_by, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::boolean, $8, $9::bigint, $10, $11::bigint, $12::bigint)
+       ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, description = EXCLUDED.description, event_types = EXCLUDED.event_types,
+         secrets = EXCLUDED.secrets, enabled = EXCLUDED.enabled, disabled_reason = EXCLUDED.disabled_reason, disabled_at = EXCLUDED.disabled_at,
+         updated_at = EXCLUDED.updated_at
+       WHERE w.tenant = EXCLUDED.tenant
+       RETURNING w.*`,
+      [
+        e.id,
+        e.tenant,
+        e.url,
+        e.description,
+        e.eventTypes === null ? null : JSON.stringify(e.eventTypes),
+        JSON.stringify(e.secrets),
+        e.enabled,
+        e.disabledReason,
+        e.disabledAt,
+        e.createdBy,
+        e.createdAt,
+        e.updatedAt,
+      ],
+    );
+    if (!r.rows[0]) throw new BelayError('NOT_FOUND', 'No such webhook endpoint');
+    return endpointFromRow(r.rows[0]);
+  }
+
+  async getWebhookEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null> {
+    const r = await this.query<EndpointRow>(`SELECT * FROM ${this.s}.webhook_endpoints WHERE tenant = $1 AND id = $2`, [tenant, id]);
+    return r.rows[0] ? endpointFromRow(r.rows[0]) : null;
+  }
+
+  async listWebhookEndpoints(tenant: string, options: { afterId?: string; limit: number }): Promise<WebhookEndpoint[]> {
+    const r = await this.query<EndpointRow>(
+      `SELECT * FROM ${this.s}.webhook_endpoints WHERE tenant = $1 AND id COLLATE "C" > $2 ORDER BY id COLLATE "C" LIMIT $3::int`,
+      [tenant, options.afterId ?? '', options.limit],
+    );
+    return r.rows.map(endpointFromRow);
+  }
+
+  async deleteWebhookEndpoint(tenant: string, id: string): Promise<boolean> {
+    return this.transaction(async (c) => {
+      const r = await c.query(`DELETE FROM ${this.s}.webhook_endpoints WHERE tenant = $1 AND id = $2`, [tenant, id]);
+      const gone = (r.rowCount ?? 0) > 0;
+      if (gone) await c.query(`DELETE FROM ${this.s}.deliveries WHERE tenant = $1 AND target_key = $2 AND status = 'pending'`, [tenant, `endpoint:${id}`]);
+      return gone;
+    });
+  }
+
+  async getCallbackSecrets(tenant: string): Promise<WebhookSecret[] | null> {
+    const r = await this.query<{ secrets: unknown }>(`SELECT secrets FROM ${this.s}.webhook_tenant_secrets WHERE tenant = $1`, [tenant]);
+    return r.rows[0] ? json<WebhookSecret[]>(r.rows[0].secrets) : null;
+  }
+
+  async putCallbackSecrets(tenant: string, secrets: readonly WebhookSecret[], now: number, onlyIfAbsent: boolean): Promise<WebhookSecret[]> {
+    const r = await this.query<{ secrets: unknown }>(
+      `INSERT INTO ${this.s}.webhook_tenant_secrets AS w (tenant, secrets, updated_at) VALUES ($1, $2::jsonb, $3::bigint)
+       ON CONFLICT (tenant) DO UPDATE SET secrets = CASE WHEN $4::boolean THEN w.secrets ELSE EXCLUDED.secrets END,
+         updated_at = CASE WHEN $4::boolean THEN w.updated_at ELSE EXCLUDED.updated_at END
+       RETURNING w.secrets`,
+      [tenant, JSON.stringify(secrets), now, onlyIfAbsent],
+    );
+    return json<WebhookSecret[]>(r.rows[0]!.secrets);
+  }
+
+  async goneTargets(keys: readonly string[]): Promise<string[]> {
+    if (keys.length === 0) return [];
+    const r = await this.query<{ target_key: string }>(`SELECT target_key FROM ${this.s}.webhook_gone_targets WHERE target_key = ANY($1::text[])`, [[...keys]]);
+    return r.rows.map((row) => row.target_key);
+  }
+
     });
     client.on('error', (err) => this.listenerDown(client, err));
     client.on('end', () => this.listenerDown(client, null));

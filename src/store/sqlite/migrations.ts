@@ -134,4 +134,82 @@ CREATE TABLE belay_disabled_principals (
 ) STRICT, WITHOUT ROWID;
 `,
   },
+  {
+    version: 5,
+    name: 'webhook-deliveries',
+    breaking: false,
+    sql: `
+-- Tenant webhook endpoints (REST contract), each with its own signing secrets (JSON list; two overlap in a rotation).
+CREATE TABLE belay_webhook_endpoints (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  url TEXT NOT NULL,
+  description TEXT,
+  event_types TEXT,
+  secrets TEXT NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  disabled_reason TEXT,
+  disabled_at INTEGER,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX belay_webhook_endpoints_tenant ON belay_webhook_endpoints (tenant, id);
+-- The secrets that sign a tenant's task callbacks (callback_url given at creation).
+CREATE TABLE belay_webhook_tenant_secrets (
+  tenant TEXT PRIMARY KEY,
+  secrets TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+-- One row per (target, event): the durable delivery state. Leased like tasks while an attempt is in flight.
+CREATE TABLE belay_deliveries (
+  id TEXT PRIMARY KEY,
+  event_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_type TEXT NOT NULL,
+  target_kind TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  target_key TEXT NOT NULL,
+  url TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  lease_owner TEXT,
+  lease_until INTEGER,
+  fence INTEGER NOT NULL DEFAULT 0,
+  last_status INTEGER,
+  last_error TEXT,
+  last_attempt_at INTEGER,
+  dead_reason TEXT,
+  dead_at INTEGER,
+  created_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (target_key, task_id, seq)
+) STRICT;
+-- The claim scans due pending deliveries in next_attempt_at order.
+CREATE INDEX belay_deliveries_due ON belay_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX belay_deliveries_task ON belay_deliveries (task_id);
+CREATE INDEX belay_deliveries_tenant ON belay_deliveries (tenant, created_at DESC, id DESC);
+CREATE INDEX belay_deliveries_delivered ON belay_deliveries (delivered_at) WHERE status = 'delivered';
+-- Callback and push targets that answered 410 Gone: nothing more is sent to them until a redrive.
+CREATE TABLE belay_webhook_gone_targets (
+  target_key TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX belay_webhook_gone_targets_task ON belay_webhook_gone_targets (task_id);
+-- How far the dispatcher has routed the event log (the log's rowid). Events from before this migration are not sent.
+CREATE TABLE belay_delivery_feed (
+  name TEXT PRIMARY KEY,
+  cursor TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO belay_delivery_feed (name, cursor, updated_at) SELECT 'webhooks', CAST(COALESCE(MAX(id), 0) AS TEXT), 0 FROM belay_task_events;
+`,
+  },
 ];

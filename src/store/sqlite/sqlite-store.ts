@@ -47,6 +47,8 @@ import {
   type TombstoneRow,
 } from '../row-mapping.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import type { Delivery, DeliveryOutcome, DeliveryStatus, FeedEvent, NewDelivery, WebhookEndpoint, WebhookSecret } from '../../core/delivery.js';
+import { deliveryFromRow, endpointFromRow, outcomeColumns, type DeliveryRow, type EndpointRow } from '../delivery-rows.js';
 
 export interface SqliteStoreOptions {
   /** Database file path. A file (not `:memory:`) is needed for several processes. */
@@ -472,6 +474,8 @@ export class SqliteStore implements Store {
         this.db.prepare('DELETE FROM belay_side_effects WHERE task_id = ?').run(id);
         this.db.prepare('DELETE FROM belay_idempotency_keys WHERE task_id = ?').run(id);
         this.db.prepare('DELETE FROM belay_push_configs WHERE task_id = ?').run(id);
+        this.db.prepare('DELETE FROM belay_deliveries WHERE task_id = ?').run(id);
+        this.db.prepare('DELETE FROM belay_webhook_gone_targets WHERE task_id = ?').run(id);
         this.db.prepare('DELETE FROM belay_tasks WHERE id = ?').run(id);
       }
       return doomed.length;
@@ -545,6 +549,258 @@ export class SqliteStore implements Store {
   async countByState(): Promise<Record<string, number>> {
     const rows = this.db.prepare('SELECT state, COUNT(*) AS n FROM belay_tasks GROUP BY state').all() as Array<{ state: string; n: number }>;
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  // ---- webhook delivery -----------------------------------------------------------------------------------------
+  // The feed cursor is the event log's rowid: AUTOINCREMENT ids are assigned under the single writer lock, so id
+  // order is commit order and a reader past id n never misses a later commit below n.
+
+  async readEventFeed(limit: number): Promise<{ cursor: string; next: string; events: FeedEvent[] }> {
+    const read = this.db.transaction(() => {
+      const row = this.db.prepare(`SELECT cursor FROM belay_delivery_feed WHERE name = 'webhooks'`).get() as { cursor: string } | undefined;
+      const cursor = row?.cursor ?? '0';
+      const rows = this.db
+        .prepare(
+          `SELECT e.id AS rowid_, e.task_id, e.seq, e.kind, e.body, e.at, t.tenant, t.context_id, t.type AS task_type, t.callback_url, t.created_by
+             FROM belay_task_events e LEFT JOIN belay_tasks t ON t.id = e.task_id
+            WHERE e.id > ? ORDER BY e.id LIMIT ?`,
+        )
+        .all(Number(cursor), limit) as Array<EventRow & { rowid_: number; tenant: string | null; context_id: string; task_type: string; callback_url: string | null; created_by: string }>;
+      return { cursor, rows };
+    });
+    const { cursor, rows } = read.deferred();
+    const events: FeedEvent[] = [];
+    for (const r of rows) {
+      if (r.tenant === null) continue;
+      events.push({ ...eventFromRow(r), tenant: r.tenant, contextId: r.context_id, taskType: r.task_type, callbackUrl: r.callback_url, createdBy: r.created_by });
+    }
+    return { cursor, next: rows.length > 0 ? String(rows.at(-1)!.rowid_) : cursor, events };
+  }
+
+  async enqueueDeliveries(cursor: string, next: string, deliveries: readonly NewDelivery[]): Promise<boolean> {
+    const tx = this.db.transaction((): boolean => {
+      const moved = this.db
+        .prepare(`UPDATE belay_delivery_feed SET cursor = @next, updated_at = @now WHERE name = 'webhooks' AND cursor = @cursor`)
+        .run({ next, cursor, now: deliveries[0]?.now ?? 0 });
+      if (moved.changes === 0) return false;
+      const insert = this.db.prepare(
+        `INSERT INTO belay_deliveries (id, event_id, tenant, task_id, seq, event_type, target_kind, target_id, target_key, url, payload,
+           status, attempts, next_attempt_at, fence, dead_reason, dead_at, created_at)
+         VALUES (@id, @event_id, @tenant, @task_id, @seq, @event_type, @target_kind, @target_id, @target_key, @url, @payload,
+           @status, 0, @next_attempt_at, 0, @dead_reason, @dead_at, @now)
+         ON CONFLICT (target_key, task_id, seq) DO NOTHING`,
+      );
+      for (const d of deliveries) {
+        insert.run({
+          id: d.id,
+          event_id: d.eventId,
+          tenant: d.tenant,
+          task_id: d.taskId,
+          seq: d.seq,
+          event_type: d.eventType,
+          target_kind: d.targetKind,
+          target_id: d.targetId,
+          target_key: d.targetKey,
+          url: d.url,
+          payload: d.payload,
+          status: d.status,
+          next_attempt_at: d.status === 'pending' ? d.now : null,
+          dead_reason: d.deadReason,
+          dead_at: d.status === 'dead' ? d.now : null,
+          now: d.now,
+        });
+      }
+      return true;
+    });
+    return tx.immediate();
+  }
+
+  async claimDeliveries(req: { workerId: string; now: number; leaseMs: number; limit: number }): Promise<Delivery[]> {
+    if (req.limit <= 0) return [];
+    const tx = this.db.transaction((): Delivery[] => {
+      const ids = this.db
+        .prepare(`SELECT id FROM belay_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`)
+        .all(req.now, req.limit) as Array<{ id: string }>;
+      const update = this.db.prepare(
+        `UPDATE belay_deliveries SET lease_owner = @worker, lease_until = @until, next_attempt_at = @until, attempts = attempts + 1,
+           fence = fence + 1, last_attempt_at = @now WHERE id = @id RETURNING *`,
+      );
+      return ids.map(({ id }) => deliveryFromRow(update.get({ id, worker: req.workerId, until: req.now + req.leaseMs, now: req.now }) as DeliveryRow));
+    });
+    return tx.immediate();
+  }
+
+  async finishDelivery(lease: { id: string; fence: number }, outcome: DeliveryOutcome, now: number): Promise<boolean> {
+    const tx = this.db.transaction((): boolean => {
+      const cols = outcomeColumns(outcome, now);
+      const row = this.db
+        .prepare(
+          `UPDATE belay_deliveries SET status = @status, next_attempt_at = @next_attempt_at, last_status = @last_status, last_error = @last_error,
+             dead_reason = @dead_reason, dead_at = @dead_at, delivered_at = @delivered_at, lease_owner = NULL, lease_until = NULL
+           WHERE id = @id AND fence = @fence AND status = 'pending' RETURNING *`,
+        )
+        .get({ ...cols, id: lease.id, fence: lease.fence }) as DeliveryRow | undefined;
+      if (!row) return false;
+      if (outcome.kind === 'gone') {
+        if (row.target_kind === 'endpoint') {
+          this.db
+            .prepare(`UPDATE belay_webhook_endpoints SET enabled = 0, disabled_reason = 'gone', disabled_at = ?, updated_at = ? WHERE tenant = ? AND id = ?`)
+            .run(now, now, row.tenant, row.target_id);
+        } else {
+          this.db
+            .prepare(`INSERT INTO belay_webhook_gone_targets (target_key, tenant, task_id, reason, at) VALUES (?, ?, ?, 'gone', ?) ON CONFLICT (target_key) DO NOTHING`)
+            .run(row.target_key, row.tenant, row.task_id, now);
+        }
+        this.db
+          .prepare(
+            `UPDATE belay_deliveries SET status = 'dead', dead_reason = 'target_gone', dead_at = @now, next_attempt_at = NULL
+              WHERE target_key = @key AND status = 'pending' AND (lease_until IS NULL OR lease_until <= @now)`,
+          )
+          .run({ key: row.target_key, now });
+      }
+      return true;
+    });
+    return tx.immediate();
+  }
+
+  async getDelivery(tenant: string, id: string): Promise<Delivery | null> {
+    const row = this.db.prepare('SELECT * FROM belay_deliveries WHERE tenant = ? AND id = ?').get(tenant, id) as DeliveryRow | undefined;
+    return row ? deliveryFromRow(row) : null;
+  }
+
+  async listDeliveries(q: { tenant: string; status?: DeliveryStatus; taskId?: string; endpointId?: string; after?: { createdAt: number; id: string }; limit: number }): Promise<Delivery[]> {
+    const where = ['tenant = @tenant'];
+    const params: Record<string, unknown> = { tenant: q.tenant, limit: q.limit };
+    if (q.status) {
+      where.push('status = @status');
+      params.status = q.status;
+    }
+    if (q.taskId) {
+      where.push('task_id = @task_id');
+      params.task_id = q.taskId;
+    }
+    if (q.endpointId) {
+      where.push(`target_kind = 'endpoint' AND target_id = @endpoint_id`);
+      params.endpoint_id = q.endpointId;
+    }
+    if (q.after) {
+      where.push('(created_at < @after_at OR (created_at = @after_at AND id < @after_id))');
+      params.after_at = q.after.createdAt;
+      params.after_id = q.after.id;
+    }
+    const rows = this.db.prepare(`SELECT * FROM belay_deliveries WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT @limit`).all(params) as DeliveryRow[];
+    return rows.map(deliveryFromRow);
+  }
+
+  async redriveDeliveries(tenant: string, filter: { ids?: readonly string[]; endpointId?: string }, now: number): Promise<number> {
+    const tx = this.db.transaction((): number => {
+      const where = [`tenant = @tenant`, `status = 'dead'`];
+      const params: Record<string, unknown> = { tenant, now };
+      if (filter.ids) {
+        where.push('id IN (SELECT value FROM json_each(@ids))');
+        params.ids = JSON.stringify(filter.ids);
+      }
+      if (filter.endpointId) {
+        where.push(`target_kind = 'endpoint' AND target_id = @endpoint_id`);
+        params.endpoint_id = filter.endpointId;
+      }
+      const rows = this.db
+        .prepare(
+          `UPDATE belay_deliveries SET status = 'pending', attempts = 0, next_attempt_at = @now, dead_reason = NULL, dead_at = NULL,
+             lease_owner = NULL, lease_until = NULL WHERE ${where.join(' AND ')} RETURNING target_key`,
+        )
+        .all(params) as Array<{ target_key: string }>;
+      const del = this.db.prepare('DELETE FROM belay_webhook_gone_targets WHERE target_key = ? AND tenant = ?');
+      for (const key of new Set(rows.map((r) => r.target_key))) del.run(key, tenant);
+      return rows.length;
+    });
+    return tx.immediate();
+  }
+
+  async pruneDeliveries(before: number, limit: number): Promise<number> {
+    return this.db
+      .prepare(`DELETE FROM belay_deliveries WHERE id IN (SELECT id FROM belay_deliveries WHERE status = 'delivered' AND delivered_at < ? ORDER BY delivered_at LIMIT ?)`)
+      .run(before, limit).changes;
+  }
+
+  async countDeliveries(): Promise<Record<string, number>> {
+    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM belay_deliveries GROUP BY status').all() as Array<{ status: string; n: number }>;
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
+
+  async putWebhookEndpoint(e: WebhookEndpoint): Promise<WebhookEndpoint> {
+    const row = this.db
+      .prepare(
+        `INSERT INTO belay_webhook_endpoints (id, tenant, url, description, event_types, secrets, enabled, disabled_reason, disabled_at, created_by, created_at, updated_at)
+         VALUES (@id, @tenant, @url, @description, @event_types, @secrets, @enabled, @disabled_reason, @disabled_at, @created_by, @created_at, @updated_at)
+         ON CONFLICT (id) DO UPDATE SET url = excluded.url, description = excluded.description, event_types = excluded.event_types,
+           secrets = excluded.secrets, enabled = excluded.enabled, disabled_reason = excluded.disabled_reason, disabled_at = excluded.disabled_at,
+           updated_at = excluded.updated_at
+         WHERE belay_webhook_endpoints.tenant = excluded.tenant
+         RETURNING *`,
+      )
+      .get({
+        id: e.id,
+        tenant: e.tenant,
+        url: e.url,
+        description: e.description,
+        event_types: e.eventTypes === null ? null : JSON.stringify(e.eventTypes),
+        secrets: JSON.stringify(e.secrets),
+        enabled: e.enabled ? 1 : 0,
+        disabled_reason: e.disabledReason,
+        disabled_at: e.disabledAt,
+        created_by: e.createdBy,
+        created_at: e.createdAt,
+        updated_at: e.updatedAt,
+      }) as EndpointRow | undefined;
+    if (!row) throw new BelayError('NOT_FOUND', 'No such webhook endpoint');
+    return endpointFromRow(row);
+  }
+
+  async getWebhookEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null> {
+    const row = this.db.prepare('SELECT * FROM belay_webhook_endpoints WHERE tenant = ? AND id = ?').get(tenant, id) as EndpointRow | undefined;
+    return row ? endpointFromRow(row) : null;
+  }
+
+  async listWebhookEndpoints(tenant: string, options: { afterId?: string; limit: number }): Promise<WebhookEndpoint[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM belay_webhook_endpoints WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?')
+      .all(tenant, options.afterId ?? '', options.limit) as EndpointRow[];
+    return rows.map(endpointFromRow);
+  }
+
+  async deleteWebhookEndpoint(tenant: string, id: string): Promise<boolean> {
+    const tx = this.db.transaction((): boolean => {
+      const gone = this.db.prepare('DELETE FROM belay_webhook_endpoints WHERE tenant = ? AND id = ?').run(tenant, id).changes > 0;
+      if (gone) this.db.prepare(`DELETE FROM belay_deliveries WHERE tenant = ? AND target_key = ? AND status = 'pending'`).run(tenant, `endpoint:${id}`);
+      return gone;
+    });
+    return tx.immediate();
+  }
+
+  async getCallbackSecrets(tenant: string): Promise<WebhookSecret[] | null> {
+    const row = this.db.prepare('SELECT secrets FROM belay_webhook_tenant_secrets WHERE tenant = ?').get(tenant) as { secrets: string } | undefined;
+    return row ? (JSON.parse(row.secrets) as WebhookSecret[]) : null;
+  }
+
+  async putCallbackSecrets(tenant: string, secrets: readonly WebhookSecret[], now: number, onlyIfAbsent: boolean): Promise<WebhookSecret[]> {
+    const row = this.db
+      .prepare(
+        `INSERT INTO belay_webhook_tenant_secrets (tenant, secrets, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (tenant) DO UPDATE SET secrets = CASE WHEN ? = 1 THEN secrets ELSE excluded.secrets END,
+           updated_at = CASE WHEN ? = 1 THEN updated_at ELSE excluded.updated_at END
+         RETURNING secrets`,
+      )
+      .get(tenant, JSON.stringify(secrets), now, onlyIfAbsent ? 1 : 0, onlyIfAbsent ? 1 : 0) as { secrets: string };
+    return JSON.parse(row.secrets) as WebhookSecret[];
+  }
+
+  async goneTargets(keys: readonly string[]): Promise<string[]> {
+    if (keys.length === 0) return [];
+    const rows = this.db
+      .prepare('SELECT target_key FROM belay_webhook_gone_targets WHERE target_key IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(keys)) as Array<{ target_key: string }>;
+    return rows.map((r) => r.target_key);
   }
 
   subscribe(listener: (n: StoreNotification) => void): () => void {
