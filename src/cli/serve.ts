@@ -15,6 +15,10 @@ import { createBelayApp } from '../server/app.js';
 import { listen } from '../server/http-server.js';
 import { TaskService } from '../service/task-service.js';
 import { openStoreFromUrl } from './open-store.js';
+import { UrlGuard } from '../delivery/ssrf-guard.js';
+import { createBelayMetrics, meterStore } from '../metrics/belay-metrics.js';
+import { startBackground, webhookSettings } from '../server/background.js';
+import { WebhookService } from '../service/webhook-service.js';
 
 export interface ServeOptions {
   db: string;
@@ -58,12 +62,21 @@ export async function runServe(o: ServeOptions): Promise<number> {
   const store = await openStoreFromUrl(o.db, o.storeOptions);
   const downstream: Downstream = o.env.BELAY_DOWNSTREAM_URL ? new HttpDownstream(o.env.BELAY_DOWNSTREAM_URL) : new InMemoryDownstream();
   const registry = exampleRegistry(downstream);
-  const service = new TaskService({ store, registry, clock: systemClock });
-  const app = createBelayApp({ service, auth });
+  const webhooks = webhookSettings(o.webhookAllowHosts, o.env);
+  const guard = new UrlGuard({ allow: webhooks.allow });
+  const metrics = createBelayMetrics({ store });
+  const service = new TaskService({ store, registry, clock: systemClock, urlGuard: guard });
+  const app = createBelayApp({
+    service,
+    auth,
+    webhooks: new WebhookService({ store, clock: systemClock, guard }),
+    metrics,
+    ...(o.env.BELAY_METRICS_TOKEN ? { metricsToken: o.env.BELAY_METRICS_TOKEN } : {}),
+  });
   const server = await listen(app.fetch, { port: o.port, host: o.host });
   const worker =
     o.workers > 0
-      ? new Worker({ store, registry, logger: o.logger, concurrency: o.workers, leaseMs: o.leaseMs, pollMs: o.pollMs, faultPoint: faultPointsFromSpec(o.env.BELAY_CRASH_AT) })
+      ? new Worker({ store: meterStore(store, metrics), registry, logger: o.logger, concurrency: o.workers, leaseMs: o.leaseMs, pollMs: o.pollMs, faultPoint, expireTasks: false })
       : null;
   worker?.start();
   console.log(`Belay listening on ${server.url} (store: ${o.db}, ${worker ? `${o.workers} worker slots` : 'no workers'})`);
@@ -85,3 +98,9 @@ export async function runServe(o: ServeOptions): Promise<number> {
   console.log('STOPPED');
   return 0;
 }
+  /** Non-public webhook targets allowed (`--webhook-allow-host`); BELAY_WEBHOOK_ALLOWLIST adds to them. */
+  webhookAllowHosts?: string[];
+  const faultPoint = faultPointsFromSpec(o.env.BELAY_CRASH_AT);
+  // The webhook dispatcher and the reconciler (deadlines, stranded tasks, retention) run in every serve process.
+  const background = startBackground({ store, clock: systemClock, logger: o.logger, guard, webhooks, metrics, faultPoint, runnableKinds: worker ? registry.kinds() : [], env: o.env });
+  await background.stop();

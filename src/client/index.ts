@@ -24,3 +24,4 @@ export { BelayApiError, BelayNetworkError, BelayTimeoutError } from './errors.js
 export type { RetryPolicy } from './retry.js';
 export { SseParser, readSse, type SseHandlers, type SseMessage } from './sse.js';
 export * from './types.js';
+export { WebhookReceiver, WebhookVerificationError, InMemoryDedupeStore, type DedupeStore, type WebhookEvent, type WebhookReceiverOptions } from './webhook-receiver.js';

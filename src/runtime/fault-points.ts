@@ -15,6 +15,8 @@ export const FAULT_LABELS = [
   'after-step-commit',
   'after-model-turn',
   'after-compensation',
+  // The webhook dispatcher got a 2xx and has not recorded it yet: the delivery must go out again with the same id.
+  'after-webhook-2xx',
 ] as const;
 
 /**

@@ -12,6 +12,11 @@ import { authenticate, type BelayEnv } from '../protocols/http/middleware.js';
 import { problemResponse } from '../protocols/http/problem.js';
 import { RateLimiter } from '../protocols/http/rate-limit.js';
 import { restRoutes } from '../protocols/rest/rest-routes.js';
+import { webhookRoutes } from '../protocols/rest/webhook-routes.js';
+import { createBelayMetrics, type BelayMetrics } from '../metrics/belay-metrics.js';
+import { PROMETHEUS_CONTENT_TYPE } from '../metrics/registry.js';
+import { AdminService } from '../service/admin-service.js';
+import { WebhookService } from '../service/webhook-service.js';
 import type { McpFrontOptions } from '../protocols/mcp/mcp-context.js';
 import { createMcpFront } from '../protocols/mcp/mcp-routes.js';
 import { a2aRoutes, type A2aOptions } from '../protocols/a2a/a2a-routes.js';
@@ -26,6 +31,12 @@ export interface BelayAppOptions {
   /** SSE heartbeat comment interval (≤ 15 s keeps proxies from closing idle streams). */
   heartbeatMs?: number;
   /** The MCP front (Streamable HTTP at /mcp: 2025-11-25 tasks and the tasks extension); on by default. */
+  /** Webhook administration (default: one on the service's store with the default SSRF guard, no allowlist). */
+  webhooks?: WebhookService;
+  /** `/metrics` (Prometheus text). Default: the store's gauges only; pass the process's metrics for its counters. */
+  metrics?: BelayMetrics;
+  /** When set, `/metrics` needs `Authorization: Bearer <token>`. */
+  metricsToken?: string;
   mcp?: McpFrontOptions | false;
   /** The A2A 1.0 front (agent card, JSON-RPC at /a2a/jsonrpc, HTTP+JSON at /a2a/rest); on by default. */
   a2a?: A2aOptions | false;
@@ -59,7 +70,18 @@ export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
   if (options.a2a !== false) app.route('/', a2aRoutes({ ...options.a2a, service, limits, heartbeatMs: options.heartbeatMs ?? 15_000, auth: options.auth, guard: authenticate(options.auth, limiter) }));
   if (options.mcp !== false) {
     app.use('/mcp', authenticate(options.auth, limiter));
+  const metrics = options.metrics ?? createBelayMetrics({ store: service.store, now: () => service.clock.now() });
+  app.get('/metrics', async (c) => {
+    if (options.metricsToken !== undefined && c.req.header('authorization') !== `Bearer ${options.metricsToken}`) throw new BelayError('UNAUTHORIZED', 'Send Authorization: Bearer <metrics token>');
+    return c.body(await metrics.registry.render(), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
+  });
+
     app.route('/', createMcpFront({ service, limits, ...(options.mcp ? { mcp: options.mcp } : {}) }).routes);
+  app.route('/', webhookRoutes({
+    webhooks: options.webhooks ?? new WebhookService({ store: service.store, clock: service.clock }),
+    admin: new AdminService({ store: service.store, clock: service.clock }),
+    limits,
+  }));
   }
   return app;
 }

@@ -65,6 +65,11 @@ export interface TaskServiceOptions {
   limits?: JsonLimits;
   /** How long an idempotency key is remembered (published; at least 24 h). */
   idempotencyTtlMs?: number;
+  /**
+   * Registration-time SSRF check for `callback_url` and push-config URLs (`delivery/ssrf-guard.ts` UrlGuard): refused
+   * URLs are VALIDATION (422) before anything is stored. The webhook dispatcher checks every connect regardless.
+   */
+  urlGuard?: { checkUrl(url: string): Promise<unknown> };
 }
 
 export const DEFAULT_IDEMPOTENCY_TTL_MS = 7 * 24 * 3600_000;
@@ -76,6 +81,7 @@ export class TaskService {
   readonly clock: Clock;
   private readonly limits: JsonLimits;
   private readonly idempotencyTtlMs: number;
+  private readonly urlGuard: TaskServiceOptions['urlGuard'];
   private readonly ajv = new Ajv2020({ allErrors: true, strict: false });
   private readonly validators = new Map<string, ValidateFunction>();
 
@@ -85,6 +91,7 @@ export class TaskService {
     this.clock = options.clock;
     this.limits = options.limits ?? DEFAULT_JSON_LIMITS;
     this.idempotencyTtlMs = options.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS;
+    this.urlGuard = options.urlGuard;
   }
 
   /**
@@ -107,6 +114,7 @@ export class TaskService {
       throw new BelayError('VALIDATION', 'An idempotency key is 1-255 characters');
     }
     if (req.createdEvent !== undefined) serializeJson(req.createdEvent, 'request record', this.limits);
+    if (req.callbackUrl && this.urlGuard) await this.urlGuard.checkUrl(req.callbackUrl);
     const now = this.clock.now();
     const id = newTaskId(now);
     return this.store.createTask(
@@ -285,6 +293,7 @@ export class TaskService {
    */
   async putPushConfig(who: Principal, taskId: string, input: PushConfigInput): Promise<PushConfig> {
     const checked = checkPushConfig(input);
+    if (this.urlGuard) await this.urlGuard.checkUrl(checked.url);
     await this.getTask(who, taskId);
     const id = checked.id ?? newId('pnc');
     if (!(await this.store.getPushConfig(who.tenant, taskId, id))) {

@@ -4,6 +4,8 @@
  * applied exactly once, and every task's event sequence is gapless with no event lost or duplicated.
  * Also: a worker frozen by SIGSTOP past its lease cannot overwrite its successor when it wakes up.
  */
+import type { ChildProcess } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FAULT_LABELS } from '../../src/runtime/fault-points.js';
 import { startDownstreamServer, type DownstreamServer } from '../../src/examples/downstream.js';
@@ -21,6 +23,26 @@ import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js';
 const KILLS = Number(process.env.BELAY_CHAOS_KILLS ?? 50);
 const LEASE_MS = 1500;
 const who = { tenant: 'chaos', principal: 'chaos' };
+
+/** SIGSTOPs a process; with a SQLite path, retries until the process is frozen while not holding the write lock. */
+async function freezeOutsideWriteLock(child: ChildProcess, sqlitePath: string | null): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    child.kill('SIGSTOP');
+    if (!sqlitePath) return;
+    const probe = new Database(sqlitePath, { timeout: 200 });
+    try {
+      probe.exec('BEGIN IMMEDIATE');
+      probe.exec('ROLLBACK');
+      return;
+    } catch (e) {
+      if (tries > 50) throw e;
+      child.kill('SIGCONT');
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 50));
+    } finally {
+      probe.close();
+    }
+  }
+}
 
 /** A small seeded PRNG so a failing run can be replayed (the seed is printed). */
 function prng(seed: number): () => number {
@@ -172,7 +194,10 @@ for (const kind of storesUnderTest()) {
         const firstId = await first.id;
         const { task } = await service.createTask(who, { type: 'synthetic', input: { steps: 12, stepMs: 150, effectsPerStep: 1, effectUrl: `${downstream.url}/effects` } });
         await eventually(async () => (((await store.getTask(task.id))!.checkpoint as { done?: number } | null)?.done ?? 0) >= 2);
-        first.child.kill('SIGSTOP');
+        // A process frozen inside a SQLite write transaction holds the file's write lock until it resumes or dies:
+        // every other writer waits (SQLite's single-writer design; SIGKILL releases the lock, SIGSTOP does not).
+        // So on SQLite, freeze the worker at a moment it holds no write lock, which is most of the time.
+        await freezeOutsideWriteLock(first.child, kind === 'sqlite' ? stores.url() : null);
         second = spawnWorker({ db: stores.url(), downstreamUrl: downstream.url, leaseMs: 1000, concurrency: 1 });
         const secondId = await second.id;
         await eventually(async () => {

@@ -269,11 +269,12 @@ for (const kind of storesUnderTest()) {
         return res;
       };
       const err = await clientFor('acme', { fetch: recording })
-        .waitForTask(task.id, { maxPollIntervalMs: 40, timeoutMs: 400 })
+        .waitForTask(task.id, { maxPollIntervalMs: 40, timeoutMs: 1500 })
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(BelayTimeoutError);
       expect((err as BelayTimeoutError).lastTask?.status).toBe('input_required');
-      expect(statuses.length).toBeGreaterThan(3);
+      // How many polls fit in the window depends on the machine's load; two are enough to see the 304.
+      expect(statuses.length).toBeGreaterThanOrEqual(2);
       expect(statuses[0]).toBe(200);
       expect(statuses.slice(1).every((s) => s === 304)).toBe(true);
       await clients.acme.cancel(task.id);

@@ -96,6 +96,13 @@ export class SqliteStore implements Store {
   }
 
   private migrate(): void {
+    // Fast path without the write lock: a process starting next to busy (or frozen) writers must not need it
+    // when the schema is already current.
+    const hasTable = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'belay_schema_migrations'").get() !== undefined;
+    if (hasTable) {
+      const applied = this.appliedMigrations();
+      if (planMigrations(SQLITE_MIGRATIONS, applied).length === 0) return;
+    }
     const run = this.db.transaction(() => {
       this.db.exec(`CREATE TABLE IF NOT EXISTS belay_schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
