@@ -2,6 +2,8 @@
  * Helpers for the MCP front tests: a Belay gateway (app + in-process worker) on a real socket, the real SDK 1.x client,
  * and a raw JSON-RPC poster for the wire-level checks.
  */
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { createTaskSessionFromClient, type ApplicationInputHandler, type RawClientDispatch, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
@@ -125,4 +127,86 @@ export async function rawSession(url: string, key: string): Promise<{ sessionId:
   const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
   await rpc(url, key, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   return { sessionId, post: (body) => rpc(url, key, body, headers) };
+}
+
+// ---- The 2026-07-28 revision (SDK 2.x client) and the independent ext-tasks requester ----------------------------
+
+
+export const MODERN = '2026-07-28';
+
+/**
+ * An SDK 2.x client: pinned to 2026-07-28 (`modern`), or the plain 2025-11-25 handshake (`legacy`). It declares
+ * form elicitation when it answers questions itself (`onElicit`) or lets ext-tasks answer them (`elicitation`).
+ */
+export async function connectV2Client(
+  url: string,
+  key: string,
+  era: 'modern' | 'legacy',
+  onElicit?: (params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> },
+  elicitation = false,
+): Promise<ModernClient> {
+  const client = new ModernClient(
+    { name: 'belay-ext-test', version: '1.0.0' },
+    { capabilities: onElicit || elicitation ? { elicitation: { form: {} } } : {}, ...(era === 'modern' ? { versionNegotiation: { mode: { pin: MODERN } } } : {}) },
+  );
+  if (onElicit) client.setRequestHandler('elicitation/create', (request) => onElicit(request.params as Record<string, unknown>) as never);
+  await client.connect(new ModernTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+/** Posts 2026-07-28 requests as the spec frames them (the host-owned raw path ext-tasks needs for tasks/*). */
+export function modernDispatch(url: string, key: string): RawClientDispatch {
+  let n = 0;
+  return async (request, options) => {
+    const r = request as { method: string; params?: Record<string, any> };
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(options?.context?.headers ?? {})) headers[k.toLowerCase()] = v;
+    Object.assign(headers, {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': String(r.params?._meta?.['io.modelcontextprotocol/protocolVersion'] ?? ''),
+      'mcp-method': r.method,
+    });
+    const name = r.method === 'tools/call' ? r.params?.name : r.params?.taskId;
+    if (typeof name === 'string') headers['mcp-name'] = name;
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: `d${++n}`, ...r }), ...(options?.signal ? { signal: options.signal } : {}) });
+    const text = await res.text();
+    const msg = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+      ? text
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => JSON.parse(l.slice(5)) as Record<string, any>)
+          .at(-1)!
+      : (JSON.parse(text) as Record<string, any>);
+    return msg.error ? { kind: 'error', error: msg.error } : { kind: 'result', result: msg.result };
+  };
+}
+
+/** ext-tasks over an SDK 2.x client; for `modern` it frames requests for 2026-07-28 through `modernDispatch`. */
+export function extTasksSession(client: ModernClient, url: string, key: string, onInputRequest?: ApplicationInputHandler['handle']): TaskEnabledSession {
+  const common = { endpointId: `belay:${url}`, ...(onInputRequest ? { onInputRequest } : {}) };
+  if (client.getProtocolEra() !== 'modern') return createTaskSessionFromClient(client, common);
+  return createTaskSessionFromClient(client, {
+    ...common,
+    rawDispatch: modernDispatch(url, key),
+    v2RequestFraming: { protocolVersion: MODERN, clientInfo: { name: 'belay-ext-test', version: '1.0.0' }, clientCapabilities: { elicitation: { form: {} } } },
+  });
+}
+
+/** One raw 2026-07-28 request with the envelope and headers (overridable, to break them on purpose). */
+export function modernRpc(url: string, key: string, method: string, params: Record<string, unknown>, options: { extension?: boolean; version?: string; headers?: Record<string, string> } = {}): Promise<RpcReply> {
+  const version = options.version ?? MODERN;
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': version,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0' },
+    'io.modelcontextprotocol/clientCapabilities': options.extension === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+  };
+  const name = method === 'tools/call' ? params.name : params.taskId;
+  return rpc(url, key, { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }, {
+    'mcp-protocol-version': version,
+    'mcp-method': method,
+    ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    ...options.headers,
+  });
 }

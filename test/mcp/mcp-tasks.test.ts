@@ -21,9 +21,10 @@ import { defineTaskType, type TaskTypeRegistry } from '../../src/runtime/task-ty
 import type { Worker } from '../../src/runtime/worker.js';
 import type { Store } from '../../src/store/port.js';
 import { eventually } from '../helpers/gate.js';
+import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
 import { storesUnderTest } from '../helpers/stores.js';
 import { testStores } from '../helpers/test-stores.js';
-import { ALICE, BOB, MALLORY, connectClient, rawSession, rpc, startGateway, startWorker, type Gateway } from './mcp-helpers.js';
+import { ALICE, BOB, KEYS, MALLORY, connectClient, rawSession, rpc, startGateway, startWorker, type Gateway } from './mcp-helpers.js';
 
 const doomed = defineTaskType({
   name: 'doomed',
@@ -332,6 +333,37 @@ for (const kind of storesUnderTest()) {
       expect((await c.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).not.toContain(short.taskId);
       expect((await gw.service.getTask({ tenant: 'acme', principal: 'alice' }, short.taskId)).state).toBe('completed');
     });
+
+    it('real processes: a second gateway process controls the task; after it is SIGKILLed a new one answers the durable question for a client holding the dead session id', async () => {
+      const procs: ServerProcess[] = [];
+      extra.push(async () => {
+        for (const p of procs) p.child.kill('SIGKILL');
+        await Promise.all(procs.map((p) => p.exited));
+      });
+      const c1 = await client();
+      const review = await createTask(c1, 'access-review', { systems: 2, revocations: 1 });
+      const slow = await createTask(c1, 'synthetic', { steps: 1, stepMs: 20_000 });
+      await waitStatus(c1, review.taskId, ['input_required']);
+      const first = spawnServer({ db: stores.url(), apiKeys: KEYS });
+      procs.push(first);
+      const { client: c2, transport } = await connectClient(`${await first.url}/mcp`, ALICE, { onElicit: () => ({ action: 'decline' }) });
+      clients.push(c2);
+      expect((await c2.experimental.tasks.getTask(review.taskId)).status).toBe('input_required');
+      expect((await c2.experimental.tasks.cancelTask(slow.taskId)).status).toBe('cancelled');
+      const deadSession = transport.sessionId!;
+      expect(deadSession).toBeTruthy();
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const second = spawnServer({ db: stores.url(), apiKeys: KEYS });
+      procs.push(second);
+      const asked: ElicitRequest[] = [];
+      const c3 = await client(ALICE, { sessionId: deadSession, onElicit: (req) => (asked.push(req), { action: 'accept', content: { approved: true } }) }, `${await second.url}/mcp`);
+      const result = await c3.experimental.tasks.getTaskResult(review.taskId, CallToolResultSchema, { timeout: 30_000 });
+      expect(result).toMatchObject({ structuredContent: { revocations_applied: 1 }, _meta: { 'io.modelcontextprotocol/related-task': { taskId: review.taskId } } });
+      expect(asked).toHaveLength(1);
+      expect((await c3.experimental.tasks.getTask(slow.taskId)).status).toBe('cancelled');
+      await eventually(async () => (await gw.service.getTask({ tenant: 'acme', principal: 'alice' }, slow.taskId)).state === 'canceled', 10_000);
+    }, 60_000);
 
     it('a live session gets notifications/tasks/status from the event log, in order, ending with the terminal one', async () => {
       const statuses: string[] = [];
