@@ -32,6 +32,8 @@ export interface ServeOptions {
   jwksUrl?: string;
   storeOptions: { sqliteSynchronous?: 'full' | 'normal' };
   logger: Logger;
+  /** Non-public webhook targets allowed (`--webhook-allow-host`); BELAY_WEBHOOK_ALLOWLIST adds to them. */
+  webhookAllowHosts?: string[];
   env: NodeJS.ProcessEnv;
 }
 
@@ -74,11 +76,14 @@ export async function runServe(o: ServeOptions): Promise<number> {
     ...(o.env.BELAY_METRICS_TOKEN ? { metricsToken: o.env.BELAY_METRICS_TOKEN } : {}),
   });
   const server = await listen(app.fetch, { port: o.port, host: o.host });
+  const faultPoint = faultPointsFromSpec(o.env.BELAY_CRASH_AT);
   const worker =
     o.workers > 0
       ? new Worker({ store: meterStore(store, metrics), registry, logger: o.logger, concurrency: o.workers, leaseMs: o.leaseMs, pollMs: o.pollMs, faultPoint, expireTasks: false })
       : null;
   worker?.start();
+  // The webhook dispatcher and the reconciler (deadlines, stranded tasks, retention) run in every serve process.
+  const background = startBackground({ store, clock: systemClock, logger: o.logger, guard, webhooks, metrics, faultPoint, runnableKinds: worker ? registry.kinds() : [], env: o.env });
   console.log(`Belay listening on ${server.url} (store: ${o.db}, ${worker ? `${o.workers} worker slots` : 'no workers'})`);
   if (o.insecureNoAuth) {
     console.log('WARNING: --insecure-no-auth: every request runs as tenant "default" with admin rights. Never use this outside development.');
@@ -94,13 +99,8 @@ export async function runServe(o: ServeOptions): Promise<number> {
   console.log('shutting down: finishing current steps');
   await server.close();
   await worker?.stop();
+  await background.stop();
   await store.close();
   console.log('STOPPED');
   return 0;
 }
-  /** Non-public webhook targets allowed (`--webhook-allow-host`); BELAY_WEBHOOK_ALLOWLIST adds to them. */
-  webhookAllowHosts?: string[];
-  const faultPoint = faultPointsFromSpec(o.env.BELAY_CRASH_AT);
-  // The webhook dispatcher and the reconciler (deadlines, stranded tasks, retention) run in every serve process.
-  const background = startBackground({ store, clock: systemClock, logger: o.logger, guard, webhooks, metrics, faultPoint, runnableKinds: worker ? registry.kinds() : [], env: o.env });
-  await background.stop();

@@ -30,13 +30,13 @@ export interface BelayAppOptions {
   requireIdempotencyKey?: boolean;
   /** SSE heartbeat comment interval (≤ 15 s keeps proxies from closing idle streams). */
   heartbeatMs?: number;
-  /** The MCP front (Streamable HTTP at /mcp: 2025-11-25 tasks and the tasks extension); on by default. */
   /** Webhook administration (default: one on the service's store with the default SSRF guard, no allowlist). */
   webhooks?: WebhookService;
   /** `/metrics` (Prometheus text). Default: the store's gauges only; pass the process's metrics for its counters. */
   metrics?: BelayMetrics;
   /** When set, `/metrics` needs `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** The MCP front (Streamable HTTP at /mcp: 2025-11-25 tasks and the tasks extension); on by default. */
   mcp?: McpFrontOptions | false;
   /** The A2A 1.0 front (agent card, JSON-RPC at /a2a/jsonrpc, HTTP+JSON at /a2a/rest); on by default. */
   a2a?: A2aOptions | false;
@@ -64,24 +64,24 @@ export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
   });
 
   options.auth.useDisabledCheck((who) => service.isPrincipalDisabled(who));
-  app.use('/v1/*', authenticate(options.auth, limiter));
-  app.route('/', restRoutes({ service, limits, requireIdempotencyKey: options.requireIdempotencyKey ?? true, heartbeatMs: options.heartbeatMs ?? 15_000 }));
-  // The agent card is public; the A2A bindings apply the same authentication and rate limit as REST themselves.
-  if (options.a2a !== false) app.route('/', a2aRoutes({ ...options.a2a, service, limits, heartbeatMs: options.heartbeatMs ?? 15_000, auth: options.auth, guard: authenticate(options.auth, limiter) }));
-  if (options.mcp !== false) {
-    app.use('/mcp', authenticate(options.auth, limiter));
   const metrics = options.metrics ?? createBelayMetrics({ store: service.store, now: () => service.clock.now() });
   app.get('/metrics', async (c) => {
     if (options.metricsToken !== undefined && c.req.header('authorization') !== `Bearer ${options.metricsToken}`) throw new BelayError('UNAUTHORIZED', 'Send Authorization: Bearer <metrics token>');
     return c.body(await metrics.registry.render(), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
   });
 
-    app.route('/', createMcpFront({ service, limits, ...(options.mcp ? { mcp: options.mcp } : {}) }).routes);
+  app.use('/v1/*', authenticate(options.auth, limiter));
   app.route('/', webhookRoutes({
     webhooks: options.webhooks ?? new WebhookService({ store: service.store, clock: service.clock }),
     admin: new AdminService({ store: service.store, clock: service.clock }),
     limits,
   }));
+  app.route('/', restRoutes({ service, limits, requireIdempotencyKey: options.requireIdempotencyKey ?? true, heartbeatMs: options.heartbeatMs ?? 15_000 }));
+  // The agent card is public; the A2A bindings apply the same authentication and rate limit as REST themselves.
+  if (options.a2a !== false) app.route('/', a2aRoutes({ ...options.a2a, service, limits, heartbeatMs: options.heartbeatMs ?? 15_000, auth: options.auth, guard: authenticate(options.auth, limiter) }));
+  if (options.mcp !== false) {
+    app.use('/mcp', authenticate(options.auth, limiter));
+    app.route('/', createMcpFront({ service, limits, ...(options.mcp ? { mcp: options.mcp } : {}) }).routes);
   }
   return app;
 }

@@ -63,6 +63,8 @@ import {
   type TombstoneRow,
 } from '../row-mapping.js';
 import { POSTGRES_MIGRATIONS, SCHEMA_PLACEHOLDER } from './migrations.js';
+import type { Delivery, DeliveryOutcome, DeliveryStatus, FeedEvent, NewDelivery, WebhookEndpoint, WebhookSecret } from '../../core/delivery.js';
+import { deliveryFromRow, endpointFromRow, outcomeColumns, type DeliveryRow, type EndpointRow } from '../delivery-rows.js';
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/database`. */
@@ -70,8 +72,6 @@ export interface PostgresStoreOptions {
   /** Schema holding Belay's tables; created if missing. Default `belay`. */
   schema?: string;
   /** Pool size (connections for queries; the LISTEN client is one more). Default 10. */
-import type { Delivery, DeliveryOutcome, DeliveryStatus, FeedEvent, NewDelivery, WebhookEndpoint, WebhookSecret } from '../../core/delivery.js';
-import { deliveryFromRow, endpointFromRow, outcomeColumns, type DeliveryRow, type EndpointRow } from '../delivery-rows.js';
   poolSize?: number;
   /**
    * When the LISTEN client runs. `eager` (default): from open to close, so a `subscribe()` hears every event
@@ -730,6 +730,8 @@ export class PostgresStore implements Store {
        se AS (DELETE FROM ${this.s}.side_effects s USING doomed WHERE s.task_id = doomed.id),
        ik AS (DELETE FROM ${this.s}.idempotency_keys k USING doomed WHERE k.task_id = doomed.id),
        pc AS (DELETE FROM ${this.s}.push_configs p USING doomed WHERE p.task_id = doomed.id),
+       dl AS (DELETE FROM ${this.s}.deliveries d USING doomed WHERE d.task_id = doomed.id),
+       gt AS (DELETE FROM ${this.s}.webhook_gone_targets g USING doomed WHERE g.task_id = doomed.id),
        tb AS (INSERT INTO ${this.s}.tombstones (id, tenant, type, final_state, created_by, created_at, terminal_at, expired_at)
               SELECT id, tenant, type, state, created_by, created_at, terminal_at, $1::bigint FROM gone ON CONFLICT (id) DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
@@ -762,8 +764,6 @@ export class PostgresStore implements Store {
     );
     return r.rows[0] ? pushConfigFromRow(r.rows[0]) : null;
   }
-       dl AS (DELETE FROM ${this.s}.deliveries d USING doomed WHERE d.task_id = doomed.id),
-       gt AS (DELETE FROM ${this.s}.webhook_gone_targets g USING doomed WHERE g.task_id = doomed.id),
 
   async getPushConfig(tenant: string, taskId: string, id: string): Promise<PushConfig | null> {
     const r = await this.query<PushConfigRow>(`SELECT * FROM ${this.s}.push_configs WHERE tenant = $1 AND task_id = $2 AND id = $3`, [tenant, taskId, id]);
@@ -804,38 +804,6 @@ export class PostgresStore implements Store {
     return Object.fromEntries(r.rows.map((row) => [row.state, Number(row.n)]));
   }
 
-  // ---- wake-ups --------------------------------------------------------------------------------------------------
-
-  subscribe(listener: (n: StoreNotification) => void): () => void {
-    this.listeners.add(listener);
-    if (this.listenMode === 'lazy' && !this.closed && !this.listenClient && !this.reconnectTimer) {
-      // Events committed before the LISTEN was in place were not announced: `ready` tells listeners to re-read.
-      this.connectListener().then(
-        () => this.emit({ type: 'ready' }),
-        () => undefined, // listenerDown scheduled a retry
-      );
-    }
-    return () => {
-      this.listeners.delete(listener);
-      if (this.listenMode === 'lazy' && this.listeners.size === 0) void this.stopListener();
-    };
-  }
-
-  private listenWanted(): boolean {
-    return !this.closed && (this.listenMode === 'eager' || this.listeners.size > 0);
-  }
-
-  private async connectListener(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.options.connectionString,
-      types: this.types,
-      keepAlive: true,
-      connectionTimeoutMillis: this.options.connectTimeoutMs ?? 10_000,
-      application_name: 'belay-listen',
-    });
-    this.listenClient = client;
-    client.on('notification', (m) => {
-      if (m.channel === this.channel) this.onPayload(m.payload ?? '');
   // ---- webhook delivery ------------------------------------------------------------------------------------------
   // The feed's order is (xid, task_id, seq): each event carries the id of the transaction that wrote it. Only events
   // below the oldest transaction still running are read (every transaction below it has committed or aborted), so a
@@ -1093,6 +1061,38 @@ export class PostgresStore implements Store {
     return r.rows.map((row) => row.target_key);
   }
 
+  // ---- wake-ups --------------------------------------------------------------------------------------------------
+
+  subscribe(listener: (n: StoreNotification) => void): () => void {
+    this.listeners.add(listener);
+    if (this.listenMode === 'lazy' && !this.closed && !this.listenClient && !this.reconnectTimer) {
+      // Events committed before the LISTEN was in place were not announced: `ready` tells listeners to re-read.
+      this.connectListener().then(
+        () => this.emit({ type: 'ready' }),
+        () => undefined, // listenerDown scheduled a retry
+      );
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listenMode === 'lazy' && this.listeners.size === 0) void this.stopListener();
+    };
+  }
+
+  private listenWanted(): boolean {
+    return !this.closed && (this.listenMode === 'eager' || this.listeners.size > 0);
+  }
+
+  private async connectListener(): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.options.connectionString,
+      types: this.types,
+      keepAlive: true,
+      connectionTimeoutMillis: this.options.connectTimeoutMs ?? 10_000,
+      application_name: 'belay-listen',
+    });
+    this.listenClient = client;
+    client.on('notification', (m) => {
+      if (m.channel === this.channel) this.onPayload(m.payload ?? '');
     });
     client.on('error', (err) => this.listenerDown(client, err));
     client.on('end', () => this.listenerDown(client, null));
