@@ -14,6 +14,8 @@ import type { McpContext } from './mcp-context.js';
 import { legacyTask, statusOf, type McpStatus } from './task-view.js';
 
 const TERMINAL: ReadonlySet<McpStatus> = new Set(['completed', 'failed', 'cancelled']);
+/** Tasks one session follows at most; the longest-followed is dropped first (it can still be polled). */
+export const MAX_FOLLOWED = 200;
 
 function statusFromEvent(e: TaskEvent): McpStatus | null {
   if (e.kind === 'cancel_requested') return 'cancelled';
@@ -48,6 +50,7 @@ export class StatusNotifier {
   /** Starts following a task (idempotent); `seen` is the row the caller just read, if any. */
   follow(taskId: string, seen?: Task): void {
     if (this.closed || this.followed.has(taskId)) return;
+    if (this.followed.size >= MAX_FOLLOWED) this.unfollow(this.followed.keys().next().value!);
     const entry: Followed = { lastSeq: -1, lastStatus: null, unwatch: () => {}, busy: true, again: false };
     this.followed.set(taskId, entry);
     // Watch before reading, so nothing committed in between is missed.
