@@ -12,6 +12,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
+import type { PayloadRenderer } from '../delivery/payloads.js';
 import { UrlGuard } from '../delivery/ssrf-guard.js';
 import type { BelayMetrics } from '../metrics/belay-metrics.js';
 import { Reconciler } from '../reconciler/reconciler.js';
@@ -39,6 +40,8 @@ export interface BackgroundOptions {
   webhooks: WebhookSettings;
   metrics?: BelayMetrics;
   faultPoint?: (label: string) => void;
+  /** Renders A2A push bodies (default: a `statusUpdate` StreamResponse; the A2A front may pass its own). */
+  renderPush?: PayloadRenderer;
   /** Kinds this process's worker runs (the reconciler never fails their queued tasks for want of a worker). */
   runnableKinds?: readonly TaskKind[];
   env: NodeJS.ProcessEnv;
@@ -61,6 +64,7 @@ export function startBackground(o: BackgroundOptions): Background {
         timeoutMs: o.webhooks.timeoutMs,
         ...(o.metrics ? { metrics: o.metrics } : {}),
         ...(o.faultPoint ? { faultPoint: o.faultPoint } : {}),
+        ...(o.renderPush ? { renderPush: o.renderPush } : {}),
       })
     : null;
   const reconciler = new Reconciler({
