@@ -185,6 +185,30 @@ for (const kind of storesUnderTest()) {
       expect(asked).toBe(1);
     });
 
+    it('closing a held call (a client without the extension) cancels its task, as the revision defines for a cancelled request', async () => {
+      const ctrl = new AbortController();
+      const body = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          name: 'synthetic',
+          arguments: { steps: 1, stepMs: 20_000 },
+          _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0' }, 'io.modelcontextprotocol/clientCapabilities': {} },
+        },
+      };
+      const res = await fetch(gw.url, {
+        method: 'POST',
+        signal: ctrl.signal,
+        headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'synthetic' },
+        body: JSON.stringify(body),
+      });
+      expect(res.headers.get('content-type')).toContain('text/event-stream');
+      const running = await eventually(async () => (await gw.service.listTasks(ALICE_WHO)).tasks.find((t) => t.leaseOwner !== null) ?? null, 10_000);
+      ctrl.abort();
+      await eventually(async () => (await gw.service.getTask(ALICE_WHO, running.id)).state === 'canceled', 10_000);
+    });
+
     it('wire errors: -32021 without the extension, 404 -32601 for removed methods, -32022, -32020, and -32602 for foreign or expired tasks', async () => {
       const created = await modernRpc(gw.url, ALICE, 'tools/call', { name: 'synthetic', arguments: {} });
       const taskId = created.body.result.taskId as string;

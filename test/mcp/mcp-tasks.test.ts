@@ -314,6 +314,27 @@ for (const kind of storesUnderTest()) {
       expect(await store.countByState()).toEqual({});
     });
 
+    it('HTTP edges: the shared bearer auth (401), a body that is not JSON (-32700), GET without a session (405), an unknown session (404)', async () => {
+      const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '0' } } };
+      const unauthenticated = await rpc(gw.url, 'not-a-key', init);
+      expect(unauthenticated.status).toBe(401);
+      expect(unauthenticated.body).toMatchObject({ code: 'unauthorized' });
+      const notJson = await rpc(gw.url, ALICE, '{"jsonrpc":');
+      expect(notJson.status).toBe(400);
+      expect(notJson.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+      const get = (headers: Record<string, string>) => fetch(gw.url, { headers: { authorization: `Bearer ${ALICE}`, accept: 'text/event-stream', ...headers } });
+      expect((await get({})).status).toBe(405);
+      expect((await get({ 'mcp-session-id': 'no-such-session' })).status).toBe(404);
+      const del = await fetch(gw.url, { method: 'DELETE', headers: { authorization: `Bearer ${ALICE}`, 'mcp-session-id': 'no-such-session' } });
+      expect(del.status).toBe(404);
+      // Another principal cannot use someone's session: it is served without one, as that principal.
+      const { sessionId } = await rawSession(gw.url, ALICE);
+      const c = await client();
+      const mine = await createTask(c, 'synthetic', { steps: 1, stepMs: 2000 });
+      const borrowed = await rpc(gw.url, MALLORY, { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId: mine.taskId } }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+      expect(borrowed.body.error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+    });
+
     it('an expired task says so (retention tombstone or elapsed ttl), and to anyone else it stays missing', async () => {
       const c = await client();
       const other = await client(MALLORY);
