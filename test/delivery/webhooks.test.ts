@@ -43,7 +43,7 @@ for (const kind of storesUnderTest()) {
     let n = 0;
 
     const makeDispatcher = (faultPoint?: (label: string) => void) =>
-      new Dispatcher({ store, clock, guard, timeoutMs: 300, random: () => 0.5, ...(faultPoint ? { faultPoint } : {}) });
+      new Dispatcher({ store, clock, guard, timeoutMs: 1000, random: () => 0.5, ...(faultPoint ? { faultPoint } : {}) });
 
     beforeEach(async () => {
       store = await stores.open();
@@ -94,8 +94,8 @@ for (const kind of storesUnderTest()) {
       clock.advance(4999);
       expect((await dispatcher.runOnce()).attempts).toBe(0);
       clock.advance(1);
-      expect((await dispatcher.runOnce()).attempts).toBe(2); // timeout (300 ms)
-      expect((await deliveries()).every((d) => /no response within 300 ms/.test(d.lastError ?? ''))).toBe(true);
+      expect((await dispatcher.runOnce()).attempts).toBe(2); // timeout (1 s)
+      expect((await deliveries()).every((d) => /no response within 1000 ms/.test(d.lastError ?? ''))).toBe(true);
       expect(await due()).toEqual([clock.now() + 5 * MIN, clock.now() + 5 * MIN]);
       clock.advance(5 * MIN);
       expect((await dispatcher.runOnce()).attempts).toBe(2); // 429, Retry-After 2 h beats the 30 min schedule
@@ -130,7 +130,7 @@ for (const kind of storesUnderTest()) {
 
     it('attempts are bounded: after the last scheduled retry the delivery is a dead letter, and redrive sends it again with the same id', async () => {
       receiver.script = () => ({ status: 503 });
-      const short = new Dispatcher({ store, clock, guard, timeoutMs: 300, random: () => 0.5, retry: { schedule: [1000, 2000], jitter: 0.2, maxRetryAfterMs: HOUR } });
+      const short = new Dispatcher({ store, clock, guard, timeoutMs: 1000, random: () => 0.5, retry: { schedule: [1000, 2000], jitter: 0.2, maxRetryAfterMs: HOUR } });
       await createTask(`${receiver.url}/cb`);
       await worker.drain();
       await routed(2);
@@ -211,7 +211,7 @@ for (const kind of storesUnderTest()) {
       });
       await expect(crashing.runOnce()).rejects.toThrow('simulated crash');
       expect((await deliveries('pending')).length).toBe(6); // still owed
-      clock.advance(5300 + 1); // the dead dispatcher's lease lapses
+      clock.advance(6000 + 1); // the dead dispatcher's lease lapses
       await dispatcher.runOnce();
       expect((await deliveries()).every((d) => d.status === 'delivered')).toBe(true);
 
@@ -273,7 +273,7 @@ for (const kind of storesUnderTest()) {
 
     it('counts attempts and failures in the metrics, and tasks and deliveries by state from the store', async () => {
       const metrics = createBelayMetrics({ store, now: () => clock.now() });
-      const metered = new Dispatcher({ store, clock, guard, timeoutMs: 300, random: () => 0.5, metrics });
+      const metered = new Dispatcher({ store, clock, guard, timeoutMs: 1000, random: () => 0.5, metrics });
       receiver.script = (r) => (r.nth === 1 ? { status: 500 } : { status: 200 });
       await createTask(`${receiver.url}/cb`);
       await worker.drain();
