@@ -66,7 +66,8 @@ export class StatusNotifier {
           return;
         }
         if (entry.lastStatus === 'input_required') await this.onInputRequired(task);
-        if (entry.again) await this.pump(taskId);
+        // Catch up once: whatever was committed between the caller's read and the watch has no hint of its own.
+        await this.pump(taskId);
       } catch {
         this.unfollow(taskId);
       }
