@@ -70,6 +70,7 @@ for (const kind of storesUnderTest()) {
       // The test only creates and answers tasks; its registry's downstream is never called.
       const service = new TaskService({ store, registry: exampleRegistry(new InMemoryDownstream()), clock: systemClock });
       const workers = new Set<WorkerProcess>();
+      const ready = new WeakSet<WorkerProcess>();
       let kills = 0;
       let crashPointKills = 0;
       let running = true;
@@ -79,6 +80,10 @@ for (const kind of storesUnderTest()) {
         const crashAt = withCrashPoint && random() < 0.4 ? `${FAULT_LABELS[Math.floor(random() * FAULT_LABELS.length)]}:${1 + Math.floor(random() * 6)}` : undefined;
         const w = spawnWorker({ db: stores.url(), downstreamUrl: downstream.url, leaseMs: LEASE_MS, ...(crashAt ? { crashAt } : {}) });
         workers.add(w);
+        w.id.then(
+          () => ready.add(w),
+          () => undefined,
+        );
         void w.exited.then(({ signal }) => {
           workers.delete(w);
           if (signal === 'SIGKILL' && crashAt && !w.child.killed) crashPointKills += 1;
@@ -92,7 +97,7 @@ for (const kind of storesUnderTest()) {
           tasks.push((await service.createTask(who, { type: 'synthetic', input: { steps: 6, stepMs: 25, effectsPerStep: 2, effectUrl: `${downstream.url}/effects` } })).task);
         }
         tasks.push((await service.createTask(who, { type: 'access-review', input: { systems: 6, revocations: 4, stepDelayMs: 15 } })).task);
-        tasks.push((await service.createTask(who, { type: 'account-migration', input: { records: 300, batchSize: 50, ambiguousEvery: 0, batchDelayMs: 15 } })).task);
+        tasks.push((await service.createTask(who, { type: 'account-migration', input: { records: 300, batchSize: 10, ambiguousEvery: 0, batchDelayMs: 15 } })).task);
       };
 
       // The owners answer every approval question as soon as it is asked (from outside the workers).
@@ -111,8 +116,9 @@ for (const kind of storesUnderTest()) {
         spawnOne(true);
         spawnOne(true);
         while (kills < KILLS) {
-          await new Promise((r) => setTimeout(r, 100 + random() * 300));
-          const live = [...workers];
+          await new Promise((r) => setTimeout(r, 150 + random() * 350));
+          // Only workers that are up and claiming count: a kill before READY would prove nothing.
+          const live = [...workers].filter((w) => ready.has(w));
           const victim = live[Math.floor(random() * live.length)];
           if (victim && victim.child.exitCode === null && victim.child.signalCode === null) {
             victim.child.kill('SIGKILL');
