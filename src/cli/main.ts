@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { systemClock } from '../core/clock.js';
+import { processClock } from './clock.js';
 import { coerceError } from '../core/errors.js';
 import { exampleRegistry, HttpDownstream, InMemoryDownstream, type Downstream } from '../examples/index.js';
 import { faultPointsFromSpec } from '../runtime/fault-points.js';
@@ -123,7 +123,7 @@ async function main(argv: string[]): Promise<number> {
       const worker = new Worker({
         store,
         registry: exampleRegistry(downstream),
-        clock: systemClock,
+        clock: processClock(process.env),
         logger,
         concurrency: intOption(values.concurrency, 'concurrency', 4),
         leaseMs: intOption(values['lease-ms'], 'lease-ms', 30_000),

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../core/logger.js';
-import { systemClock } from '../core/clock.js';
+import { processClock } from './clock.js';
 import { exampleRegistry, HttpDownstream, InMemoryDownstream, type Downstream } from '../examples/index.js';
 import { Authenticator, parseApiKeySpec, type ApiKeyEntry } from '../protocols/http/auth.js';
 import { faultPointsFromSpec } from '../runtime/fault-points.js';
@@ -67,11 +67,12 @@ export async function runServe(o: ServeOptions): Promise<number> {
   const webhooks = webhookSettings(o.webhookAllowHosts, o.env);
   const guard = new UrlGuard({ allow: webhooks.allow });
   const metrics = createBelayMetrics({ store });
-  const service = new TaskService({ store, registry, clock: systemClock, urlGuard: guard });
+  const clock = processClock(o.env);
+  const service = new TaskService({ store, registry, clock, urlGuard: guard });
   const app = createBelayApp({
     service,
     auth,
-    webhooks: new WebhookService({ store, clock: systemClock, guard }),
+    webhooks: new WebhookService({ store, clock, guard }),
     metrics,
     ...(o.env.BELAY_METRICS_TOKEN ? { metricsToken: o.env.BELAY_METRICS_TOKEN } : {}),
   });
@@ -79,11 +80,11 @@ export async function runServe(o: ServeOptions): Promise<number> {
   const faultPoint = faultPointsFromSpec(o.env.BELAY_CRASH_AT);
   const worker =
     o.workers > 0
-      ? new Worker({ store: meterStore(store, metrics), registry, logger: o.logger, concurrency: o.workers, leaseMs: o.leaseMs, pollMs: o.pollMs, faultPoint, expireTasks: false })
+      ? new Worker({ store: meterStore(store, metrics), registry, clock, logger: o.logger, concurrency: o.workers, leaseMs: o.leaseMs, pollMs: o.pollMs, faultPoint, expireTasks: false })
       : null;
   worker?.start();
   // The webhook dispatcher and the reconciler (deadlines, stranded tasks, retention) run in every serve process.
-  const background = startBackground({ store, clock: systemClock, logger: o.logger, guard, webhooks, metrics, faultPoint, runnableKinds: worker ? registry.kinds() : [], env: o.env });
+  const background = startBackground({ store, clock, logger: o.logger, guard, webhooks, metrics, faultPoint, runnableKinds: worker ? registry.kinds() : [], env: o.env });
   console.log(`Belay listening on ${server.url} (store: ${o.db}, ${worker ? `${o.workers} worker slots` : 'no workers'})`);
   if (o.insecureNoAuth) {
     console.log('WARNING: --insecure-no-auth: every request runs as tenant "default" with admin rights. Never use this outside development.');
