@@ -22,6 +22,17 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
     },
   },
+  // The dashboard: plain browser ES modules shipped as they are (no build step), linted without type information.
+  { files: ['web/**/*.js'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ['web/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'localStorage', 'sessionStorage', 'fetch', 'AbortController', 'TextDecoder', 'URLSearchParams', 'URL', 'Blob', 'Node', 'crypto', 'confirm', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'console'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
   // Layering (DESIGN.md §2): each driver lives only in its adapter folder.
   {
     files: ['src/**/*.ts'],

@@ -20,6 +20,7 @@ import { WebhookService } from '../service/webhook-service.js';
 import type { McpFrontOptions } from '../protocols/mcp/mcp-context.js';
 import { createMcpFront } from '../protocols/mcp/mcp-routes.js';
 import { a2aRoutes, type A2aOptions } from '../protocols/a2a/a2a-routes.js';
+import { dashboardRoutes } from './dashboard.js';
 
 export interface BelayAppOptions {
   service: TaskService;
@@ -40,6 +41,8 @@ export interface BelayAppOptions {
   mcp?: McpFrontOptions | false;
   /** The A2A 1.0 front (agent card, JSON-RPC at /a2a/jsonrpc, HTTP+JSON at /a2a/rest); on by default. */
   a2a?: A2aOptions | false;
+  /** The web dashboard's static files at `/dashboard/` (default on); a folder to serve instead of `web/`. */
+  dashboard?: boolean | { dir: string };
 }
 
 export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
@@ -62,6 +65,9 @@ export function createBelayApp(options: BelayAppOptions): Hono<BelayEnv> {
       return c.json({ status: 'unavailable' }, 503);
     }
   });
+
+  // Static dashboard files are public; the data they show comes from the authenticated API below.
+  if (options.dashboard !== false) app.route('/', dashboardRoutes(typeof options.dashboard === 'object' ? options.dashboard.dir : undefined));
 
   options.auth.useDisabledCheck((who) => service.isPrincipalDisabled(who));
   const metrics = options.metrics ?? createBelayMetrics({ store: service.store, now: () => service.clock.now() });

@@ -28,7 +28,7 @@ export function pollIntervalMs(task: Task): number | null {
   return task.state === 'submitted' ? 1000 : 2000;
 }
 
-export function taskView(task: Task, options: { operator?: boolean; stepNames?: readonly string[] } = {}) {
+export function taskView(task: Task, options: { operator?: boolean; stepNames?: readonly string[]; input?: boolean } = {}) {
   const pending = task.pendingInput;
   return {
     id: task.id,
@@ -37,6 +37,8 @@ export function taskView(task: Task, options: { operator?: boolean; stepNames?: 
     status: restStatus(task.state),
     state: task.state,
     context_id: task.contextId,
+    // The caller's own input, on the single-task view only (lists stay small): what `belay tasks retry` resubmits.
+    ...(options.input ? { input: task.input } : {}),
     version: task.version,
     created_by: task.createdBy,
     created_at: iso(task.createdAt),

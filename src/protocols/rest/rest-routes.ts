@@ -81,9 +81,9 @@ export function restRoutes(options: RestOptions): Hono<BelayEnv> {
   const app = new Hono<BelayEnv>();
   // Requests with an idempotency key being processed by this gateway right now.
   const inFlight = new Set<string>();
-  const view = (task: Task, operator = false) => {
+  const view = (task: Task, operator = false, input = false) => {
     const type = service.registry.get(task.type, task.typeVersion);
-    return taskView(task, { operator, ...(type ? { stepNames: type.steps.map((s) => s.name) } : {}) });
+    return taskView(task, { operator, input, ...(type ? { stepNames: type.steps.map((s) => s.name) } : {}) });
   };
 
   app.post(BASE, async (c) => {
@@ -152,7 +152,7 @@ export function restRoutes(options: RestOptions): Hono<BelayEnv> {
     if (poll !== null) c.header('retry-after', String(Math.ceil(poll / 1000)));
     const inm = c.req.header('if-none-match');
     if (inm && inm.split(',').map((s) => s.trim().replace(/^W\//, '')).includes(etag)) return c.body(null, 304);
-    return c.json(view(task, operator));
+    return c.json(view(task, operator, true));
   });
 
   app.get(`${BASE}/:id/events`, async (c) => {
