@@ -7,7 +7,40 @@ import { restStatus } from '../core/task-state.js';
 import { exampleRegistry, InMemoryDownstream } from '../examples/index.js';
 import { Worker } from '../runtime/worker.js';
 import { TaskService } from '../service/task-service.js';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parseFlags, parseIntSetting, resolveStoreSettings, UsageError } from './config.js';
 import { openStoreFromUrl } from './open-store.js';
+
+export const DEMO_USAGE = `Usage: belay demo [--db path] [--systems n] [--revocations n] [--synchronous full|normal] [--config path]
+
+Runs the access-review example end to end in one process and prints each committed event.`;
+
+const DEMO_OPTIONS = {
+  db: { type: 'string' },
+  systems: { type: 'string' },
+  revocations: { type: 'string' },
+  synchronous: { type: 'string' },
+  config: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function demoCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, positionals } = parseFlags(argv, DEMO_OPTIONS, DEMO_USAGE);
+  if (values.help) {
+    console.log(DEMO_USAGE);
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`, DEMO_USAGE);
+  const settings = resolveStoreSettings(values, env);
+  if (!/^postgres(ql)?:\/\//.test(settings.db)) mkdirSync(dirname(settings.db), { recursive: true });
+  return runDemo({
+    db: settings.db,
+    systems: values.systems === undefined ? 40 : parseIntSetting(values.systems, '--systems', 1, 1000),
+    revocations: values.revocations === undefined ? 14 : parseIntSetting(values.revocations, '--revocations', 0),
+    storeOptions: settings.synchronous ? { sqliteSynchronous: settings.synchronous } : {},
+  });
+}
 
 export async function runDemo(options: { db: string; systems: number; revocations: number; storeOptions: { sqliteSynchronous?: 'full' | 'normal' } }): Promise<number> {
   const store = await openStoreFromUrl(options.db, options.storeOptions);

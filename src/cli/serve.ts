@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { pino } from 'pino';
 import type { Logger } from '../core/logger.js';
 import { processClock } from './clock.js';
 import { exampleRegistry, HttpDownstream, InMemoryDownstream, type Downstream } from '../examples/index.js';
@@ -14,11 +15,76 @@ import { Worker } from '../runtime/worker.js';
 import { createBelayApp } from '../server/app.js';
 import { listen } from '../server/http-server.js';
 import { TaskService } from '../service/task-service.js';
+import { CONFIG_HELP, intSetting, parseFlags, parseIntSetting, parseServerUrl, pick, resolveStoreSettings, UsageError } from './config.js';
 import { openStoreFromUrl } from './open-store.js';
 import { UrlGuard } from '../delivery/ssrf-guard.js';
 import { createBelayMetrics, meterStore } from '../metrics/belay-metrics.js';
 import { startBackground, webhookSettings } from '../server/background.js';
 import { WebhookService } from '../service/webhook-service.js';
+
+export const SERVE_USAGE = `Usage: belay serve [options]
+
+The REST API, the web dashboard (/dashboard/) and, unless --workers 0, workers in one process.
+
+Options:
+  --db <path|postgres://...>   Store (BELAY_DB, config "db"; default .belay/belay.db)
+  --port <n>                   HTTP port (PORT, config "port"; default 8787; 0 picks a free one)
+  --host <addr>                Bind address (config "host"; default 127.0.0.1)
+  --api-key KEY=TENANT[:PRINCIPAL[:ROLE]]   Accept this bearer key (repeatable; BELAY_API_KEYS, config "apiKeys").
+                               Without any, a development admin key is made once and kept in .belay/api-key
+  --jwks-url <url>             Also accept JWTs verified against this JWKS (config "jwksUrl")
+  --workers <n>                Worker slots in this process (config "workers"; default 4; 0 = gateway only)
+  --lease-ms <ms> --poll-ms <ms>   Worker lease length and longest sleep between claims (config "leaseMs", "pollMs")
+  --synchronous <full|normal>  SQLite durability (config "synchronous"; default full)
+  --insecure-no-auth           Development only: no authentication
+  --config <path>              Config file
+
+${CONFIG_HELP}`;
+
+const SERVE_OPTIONS = {
+  db: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'api-key': { type: 'string', multiple: true },
+  'jwks-url': { type: 'string' },
+  workers: { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'poll-ms': { type: 'string' },
+  synchronous: { type: 'string' },
+  'insecure-no-auth': { type: 'boolean' },
+  config: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** `belay serve` from its command line, environment and config file. */
+export async function serveCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, positionals } = parseFlags(argv, SERVE_OPTIONS, SERVE_USAGE);
+  if (values.help) {
+    console.log(SERVE_USAGE);
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`, SERVE_USAGE);
+  const store = resolveStoreSettings(values, env);
+  const { config } = store;
+  const portSetting = pick<string | number>({ flag: ['--port', values.port], env: ['PORT', env.PORT || undefined], config: [config, 'port', config.values.port] }, 8787);
+  const jwks = pick<string | undefined>({ flag: ['--jwks-url', values['jwks-url']], config: [config, 'jwksUrl', config.values.jwksUrl] }, undefined);
+  if (!/^postgres(ql)?:\/\//.test(store.db)) mkdirSync(dirname(store.db), { recursive: true });
+  const flagKeys = values['api-key'] ?? [];
+  return runServe({
+    db: store.db,
+    port: parseIntSetting(portSetting.value, portSetting.from, 0, 65535),
+    host: pick({ flag: ['--host', values.host], config: [config, 'host', config.values.host] }, '127.0.0.1').value,
+    apiKeys: flagKeys.length > 0 || env.BELAY_API_KEYS ? flagKeys : (config.values.apiKeys ?? []),
+    insecureNoAuth: values['insecure-no-auth'] === true,
+    workers: intSetting(['--workers', values.workers], config, 'workers', 4, 0),
+    leaseMs: intSetting(['--lease-ms', values['lease-ms']], config, 'leaseMs', 30_000, 1),
+    pollMs: intSetting(['--poll-ms', values['poll-ms']], config, 'pollMs', 1000, 1),
+    ...(jwks.value !== undefined ? { jwksUrl: parseServerUrl(jwks.value, jwks.from) } : {}),
+    storeOptions: store.synchronous ? { sqliteSynchronous: store.synchronous } : {},
+    logger: pino({ level: env.BELAY_LOG_LEVEL ?? 'warn' }, pino.destination(2)),
+    env,
+  });
+}
 
 export interface ServeOptions {
   db: string;
@@ -92,6 +158,8 @@ export async function runServe(o: ServeOptions): Promise<number> {
     console.log(`API key (tenant "default", admin): ${generated.key}`);
   }
   console.log(`Task types: ${registry.list().map((t) => `${t.name}@${t.version}`).join(', ')}`);
+  // The key rides in the fragment: browsers never send it to the server or keep it in logs; the page stores it.
+  console.log(`Dashboard: ${server.url}/dashboard/${generated ? `#key=${encodeURIComponent(generated.key)}` : ''}`);
   console.log(`READY ${server.url}`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', () => resolve());
