@@ -1,6 +1,10 @@
 import { BelayError } from '../../core/errors.js';
 import { checkJsonShape, type JsonLimits } from '../../core/limits.js';
 
+/** JSON travels as UTF-8 (RFC 8259 §8.1): invalid bytes are refused, never replaced by U+FFFD and stored. A BOM is
+ * kept, so JSON.parse refuses it as before. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /**
  * Reads a JSON request body within the byte limit (counted while streaming, not trusted from Content-Length),
  * requires a JSON media type, and checks depth and sizes before anything else looks at it.
@@ -29,7 +33,12 @@ export async function readJsonBody(req: Request, limits: JsonLimits, mediaTypes:
       chunks.push(value);
     }
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  let text: string;
+  try {
+    text = UTF8.decode(Buffer.concat(chunks));
+  } catch {
+    throw new BelayError('INVALID_JSON', 'The body is not valid UTF-8');
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
