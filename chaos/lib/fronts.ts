@@ -9,7 +9,16 @@ export interface RawReply {
   body: any;
 }
 
+/** One request, answered as it came; a 429 (the per-principal rate limit) is waited out and sent again. */
 export async function rawCall(url: string, init: { method?: string; key: string; headers?: Record<string, string>; body?: string | Uint8Array; timeoutMs?: number }): Promise<RawReply> {
+  for (let i = 0; ; i++) {
+    const r = await rawCallOnce(url, init);
+    if (r.status !== 429 || i >= 30) return r;
+    await new Promise((res) => setTimeout(res, 300));
+  }
+}
+
+async function rawCallOnce(url: string, init: { method?: string; key: string; headers?: Record<string, string>; body?: string | Uint8Array; timeoutMs?: number }): Promise<RawReply> {
   try {
     const res = await fetch(url, {
       method: init.method ?? 'POST',

@@ -17,8 +17,8 @@ export const s7ClockSkew: Scenario = {
   stores: ['sqlite', 'postgres'],
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const L = 1000;
-    const skews = ctx.tier === 'full' ? [200, -200, 500, -500, 700, -700, 1000, -1000, 2000, -2000, 30_000, -30_000, 600_000, -600_000] : [200, -200, 2000, -2000, 600_000, -600_000];
-    const phaseMs = sized(ctx.tier, 3500, 15_000);
+    const skews = ctx.tier === 'full' ? [200, -200, 500, -500, 700, -700, 1000, -1000, 2000, -2000, 30_000, -30_000, 600_000, -600_000] : [200, -200, 2000, -2000, 600_000];
+    const phaseMs = sized(ctx.tier, 2500, 15_000);
     const c = await Cluster.start(ctx, 'S7', { leaseMs: L });
     const skewOf = new Map<string, number>();
     const phases: Array<{ skew: number; from: number; to: number; stuckMs: number; worker: string }> = [];

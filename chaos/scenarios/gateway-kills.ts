@@ -15,8 +15,8 @@ export const s3GatewayKills: Scenario = {
   title: 'SIGKILL the API server mid-create',
   stores: ['sqlite', 'postgres'],
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
-    const rounds = sized(ctx.tier, 6, 100);
-    const randomKills = sized(ctx.tier, 6, 100);
+    const rounds = sized(ctx.tier, 4, 100);
+    const randomKills = sized(ctx.tier, 4, 100);
     const c = await Cluster.start(ctx, 'S3', { leaseMs: 1000 });
     const recovery: number[] = [];
     let precise = 0;
@@ -103,7 +103,7 @@ export const s3GatewayKills: Scenario = {
       const lost = c.history.creates.filter((op) => op.attempts.some((a) => a.status === 'network') && op.attempts.some((a) => a.taskId));
       return {
         ops: c.ops,
-        minOps: rounds + sized(ctx.tier, 20, 300),
+        minOps: rounds + sized(ctx.tier, 12, 300),
         violations,
         recovery,
         notes: [

@@ -199,7 +199,7 @@ export const s12DispatcherCrash: Scenario = {
   title: 'dispatcher SIGKILL after the receiver said 2xx',
   stores: ['sqlite', 'postgres'],
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
-    const rounds = sized(ctx.tier, 2, 50);
+    const rounds = sized(ctx.tier, 1, 50);
     const c = await Cluster.start(ctx, 'S12');
     const can = await canary();
     const rx = new Receiver(can.url);

@@ -51,7 +51,7 @@ export const s1WorkerKills: Scenario = {
   title: 'SIGKILL workers at random times',
   stores: ['sqlite', 'postgres'],
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
-    const kills = sized(ctx.tier, 8, 200);
+    const kills = sized(ctx.tier, 6, 200);
     const c = await Cluster.start(ctx, 'S1', { leaseMs: 1000 });
     try {
       await c.spawnGateway();
@@ -85,7 +85,7 @@ export const s1WorkerKills: Scenario = {
       const calls = c.history.receipts.length;
       return {
         ops: c.ops,
-        minOps: sized(ctx.tier, 10, 250),
+        minOps: sized(ctx.tier, 8, 250),
         violations,
         recovery,
         notes: [`${killed.length} SIGKILLs, ${final.tasks.size} tasks, ${applied} effects applied once (${calls - applied} repeated deliveries deduplicated by key), ${fenceNote(final)}`],
@@ -106,7 +106,7 @@ export const s2CrashPoints: Scenario = {
   title: 'SIGKILL at each named crash point',
   stores: ['sqlite', 'postgres'],
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
-    const rounds = sized(ctx.tier, 2, 20);
+    const rounds = sized(ctx.tier, 1, 20);
     const c = await Cluster.start(ctx, 'S2', { leaseMs: 1000 });
     try {
       await c.spawnGateway();
