@@ -37,6 +37,7 @@ Options:
   --lease-ms <ms> --poll-ms <ms>   Worker lease length and longest sleep between claims (config "leaseMs", "pollMs")
   --synchronous <full|normal>  SQLite durability (config "synchronous"; default full)
   --insecure-no-auth           Development only: no authentication
+  --webhook-allow-host <host|ip|cidr>   Let webhooks reach this non-public address (repeatable; BELAY_WEBHOOK_ALLOWLIST)
   --config <path>              Config file
 
 ${CONFIG_HELP}`;
@@ -52,6 +53,7 @@ const SERVE_OPTIONS = {
   'poll-ms': { type: 'string' },
   synchronous: { type: 'string' },
   'insecure-no-auth': { type: 'boolean' },
+  'webhook-allow-host': { type: 'string', multiple: true },
   config: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -82,6 +84,7 @@ export async function serveCommand(argv: string[], env: NodeJS.ProcessEnv): Prom
     ...(jwks.value !== undefined ? { jwksUrl: parseServerUrl(jwks.value, jwks.from) } : {}),
     storeOptions: store.synchronous ? { sqliteSynchronous: store.synchronous } : {},
     logger: pino({ level: env.BELAY_LOG_LEVEL ?? 'warn' }, pino.destination(2)),
+    webhookAllowHosts: values['webhook-allow-host'] ?? [],
     env,
   });
 }

@@ -6,12 +6,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
+import { processClock } from './clock.js';
 import { exampleRegistry, HttpDownstream, InMemoryDownstream, type Downstream } from '../examples/index.js';
 import { faultPointsFromSpec } from '../runtime/fault-points.js';
 import { Worker } from '../runtime/worker.js';
-import { processClock } from './clock.js';
 import { CONFIG_HELP, intSetting, parseFlags, resolveStoreSettings, UsageError } from './config.js';
 import { openStoreFromUrl } from './open-store.js';
+import { UrlGuard } from '../delivery/ssrf-guard.js';
+import { createBelayMetrics, meterStore } from '../metrics/belay-metrics.js';
+import { startBackground, webhookSettings } from '../server/background.js';
 
 export const WORKER_USAGE = `Usage: belay worker [options]
 
@@ -21,6 +24,7 @@ Options:
   --lease-ms <ms>              Lease length (config "leaseMs"; default 30000)
   --poll-ms <ms>               Longest sleep between claims (config "pollMs"; default 1000)
   --synchronous <full|normal>  SQLite durability (config "synchronous"; default full)
+  --webhook-allow-host <host|ip|cidr>   Let webhooks reach this non-public address (repeatable; BELAY_WEBHOOK_ALLOWLIST)
   --config <path>              Config file
 
 Environment: BELAY_DOWNSTREAM_URL (examples act on this HTTP downstream), BELAY_CRASH_AT (label:nth, chaos tests).
@@ -33,6 +37,7 @@ const OPTIONS = {
   'lease-ms': { type: 'string' },
   'poll-ms': { type: 'string' },
   synchronous: { type: 'string' },
+  'webhook-allow-host': { type: 'string', multiple: true },
   config: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -52,17 +57,36 @@ export async function workerCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
   if (!/^postgres(ql)?:\/\//.test(settings.db)) mkdirSync(dirname(settings.db), { recursive: true });
   const store = await openStoreFromUrl(settings.db, settings.synchronous ? { sqliteSynchronous: settings.synchronous } : {});
   const downstream: Downstream = env.BELAY_DOWNSTREAM_URL ? new HttpDownstream(env.BELAY_DOWNSTREAM_URL) : new InMemoryDownstream();
+  const webhooks = webhookSettings(values['webhook-allow-host'], env);
+  const logger = pino({ level: env.BELAY_LOG_LEVEL ?? 'warn' }, pino.destination(2));
+  const metrics = createBelayMetrics({ store });
+  const faultPoint = faultPointsFromSpec(env.BELAY_CRASH_AT);
+  const registry = exampleRegistry(downstream);
+  const clock = processClock(env);
   const worker = new Worker({
-    store,
-    registry: exampleRegistry(downstream),
-    clock: processClock(env),
-    logger: pino({ level: env.BELAY_LOG_LEVEL ?? 'warn' }, pino.destination(2)),
+    store: meterStore(store, metrics),
+    registry,
+    clock,
+    logger,
     concurrency,
     leaseMs,
     pollMs,
-    faultPoint: faultPointsFromSpec(env.BELAY_CRASH_AT),
+    faultPoint,
+    expireTasks: false,
   });
   worker.start();
+  // The webhook dispatcher and the reconciler (deadlines, stranded tasks, retention) run next to the workers.
+  const background = startBackground({
+    store,
+    clock,
+    logger,
+    guard: new UrlGuard({ allow: webhooks.allow }),
+    webhooks,
+    metrics,
+    faultPoint,
+    runnableKinds: registry.kinds(),
+    env,
+  });
   console.log(`READY ${worker.id}`);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
@@ -70,6 +94,7 @@ export async function workerCommand(argv: string[], env: NodeJS.ProcessEnv): Pro
     process.once('SIGINT', stop);
   });
   await worker.stop();
+  await background.stop();
   await store.close();
   console.log(`STOPPED ${worker.id}`);
   return 0;

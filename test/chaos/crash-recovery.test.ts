@@ -77,7 +77,7 @@ for (const kind of storesUnderTest()) {
       const tasks: Task[] = [];
 
       const spawnOne = (withCrashPoint: boolean) => {
-        const crashAt = withCrashPoint && random() < 0.4 ? `${FAULT_LABELS[Math.floor(random() * FAULT_LABELS.length)]}:${1 + Math.floor(random() * 6)}` : undefined;
+        const crashAt = withCrashPoint && random() < 0.4 ? `${FAULT_LABELS[Math.floor(random() * FAULT_LABELS.length)]}:${1 + Math.floor(random() * 12)}` : undefined;
         const w = spawnWorker({ db: stores.url(), downstreamUrl: downstream.url, leaseMs: LEASE_MS, ...(crashAt ? { crashAt } : {}) });
         workers.add(w);
         w.id.then(
@@ -97,7 +97,7 @@ for (const kind of storesUnderTest()) {
           tasks.push((await service.createTask(who, { type: 'synthetic', input: { steps: 6, stepMs: 25, effectsPerStep: 2, effectUrl: `${downstream.url}/effects` } })).task);
         }
         tasks.push((await service.createTask(who, { type: 'access-review', input: { systems: 6, revocations: 4, stepDelayMs: 15 } })).task);
-        tasks.push((await service.createTask(who, { type: 'account-migration', input: { records: 300, batchSize: 10, ambiguousEvery: 0, batchDelayMs: 15 } })).task);
+        tasks.push((await service.createTask(who, { type: 'account-migration', input: { records: 300, batchSize: 4, ambiguousEvery: 0, batchDelayMs: 15 } })).task);
       };
 
       // The owners answer every approval question as soon as it is asked (from outside the workers).

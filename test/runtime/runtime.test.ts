@@ -374,7 +374,7 @@ for (const kind of storesUnderTest()) {
           {
             name: 'ask-many',
             run: async (ctx) => {
-              let cp = ctx.checkpoint as { asked: number };
+              let cp = ctx.checkpoint;
               while (cp.asked < 12) {
                 ctx.ask(`q${cp.asked}`, { question: `question ${cp.asked}?`, schema: { type: 'boolean' } });
                 cp = { asked: cp.asked + 1 };
