@@ -70,9 +70,9 @@ process.stdin.on('data', (d: string) => {
       setTimeout(finish, 10);
       return;
     }
-    process.stdout.write(`${JSON.stringify(Object.fromEntries(arrivals))}\n`);
     for (const r of requests) r.destroy();
-    process.exit(0);
+    // Exit only once the (large) line is flushed: a pipe write is asynchronous and exit() would cut it.
+    process.stdout.write(`${JSON.stringify(Object.fromEntries(arrivals))}\n`, () => process.exit(0));
   };
   finish();
 });

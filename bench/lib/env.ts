@@ -67,10 +67,11 @@ export async function withPlace<T>(kind: StoreKind, adminUrl: string, label: str
   });
 }
 
-export async function openStore(place: Place, options: { poolSize?: number } = {}): Promise<Store> {
+/** `synchronous: 'normal'` (SQLite) is for filling a store fast where flush timing does not matter to the figure. */
+export async function openStore(place: Place, options: { poolSize?: number; synchronous?: 'full' | 'normal' } = {}): Promise<Store> {
   return place.kind === 'postgres'
     ? openPostgresStore({ connectionString: place.location, schema: BELAY_SCHEMA, poolSize: options.poolSize ?? 10 })
-    : openSqliteStore({ path: place.location });
+    : openSqliteStore({ path: place.location, synchronous: options.synchronous ?? 'full' });
 }
 
 export type AnyStore = PostgresStore | SqliteStore;

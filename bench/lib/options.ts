@@ -17,6 +17,8 @@ export interface BenchOptions {
   warmupMs: number;
   /** Alternating baseline/Belay rounds; the median is reported. */
   rounds: number;
+  /** Rounds of the no-op comparison (each enqueues `noopJobs` per system). */
+  noopRounds: number;
   stepWorkers: number[];
   e2eTasks: number;
   e2eWorkers: number[];
@@ -52,6 +54,7 @@ const SPEC = {
   'noop-jobs': { type: 'string' },
   'noop-workers': { type: 'string' },
   'noop-max-ms': { type: 'string' },
+  'noop-rounds': { type: 'string' },
   'latency-samples': { type: 'string' },
   'recovery-trials': { type: 'string' },
   'lease-ms': { type: 'string' },
@@ -77,7 +80,7 @@ export const USAGE = `npm run bench [-- options]
                           creates and drops its own database
   --duration-ms --warmup-ms --rounds --step-workers 1,8
   --e2e-tasks --e2e-workers 1,2,4,8
-  --noop-jobs --noop-workers 8 --noop-max-ms
+  --noop-jobs --noop-workers 1,8 --noop-max-ms --noop-rounds
   --latency-samples --recovery-trials --lease-ms
   --waiting-tasks --scaling-sizes 1000,10000,100000 --claim-samples
   --rest-connections --rest-duration-s --sse-subscribers 1,100,1000 --sse-events
@@ -130,10 +133,11 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     durationMs: int('duration-ms', 5000, 800),
     warmupMs: int('warmup-ms', 500, 200),
     rounds: int('rounds', 3, 1),
+    noopRounds: int('noop-rounds', 2, 1),
     stepWorkers: ints('step-workers', [1, 8], [1, 8]),
-    e2eTasks: int('e2e-tasks', 2000, 100),
+    e2eTasks: int('e2e-tasks', 1000, 100),
     e2eWorkers: ints('e2e-workers', [1, 2, 4, 8], [8]),
-    noopJobs: int('noop-jobs', 10_000, 300),
+    noopJobs: int('noop-jobs', 5000, 300),
     noopWorkers: ints('noop-workers', [1, 8], [8]),
     noopMaxMs: int('noop-max-ms', 15_000, 1500),
     latencySamples: int('latency-samples', 500, 30),

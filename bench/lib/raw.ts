@@ -68,6 +68,7 @@ export async function rawPostgres(place: Place, lanes: number): Promise<RawDrive
   const clients: pg.Client[] = [];
   for (let i = 0; i < lanes; i++) {
     const c = new pg.Client({ connectionString: place.location, application_name: 'belay-bench-raw' });
+    c.on('error', () => undefined); // surfaces through the lane's next query
     await c.connect();
     clients.push(c);
   }

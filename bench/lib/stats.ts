@@ -26,14 +26,14 @@ export async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs:
   }
 }
 
-/** Runs `fn` for 0..n-1 with at most `parallel` calls in flight. */
-export async function forEachLimit(n: number, parallel: number, fn: (i: number) => Promise<void>): Promise<void> {
+/** Runs `fn` for 0..n-1 with at most `parallel` calls in flight; `lane` says which of them runs the call. */
+export async function forEachLimit(n: number, parallel: number, fn: (i: number, lane: number) => Promise<void>): Promise<void> {
   let next = 0;
-  const lanes = Array.from({ length: Math.min(parallel, n) }, async () => {
+  const lanes = Array.from({ length: Math.min(parallel, n) }, async (_, lane) => {
     for (;;) {
       const i = next++;
       if (i >= n) return;
-      await fn(i);
+      await fn(i, lane);
     }
   });
   await Promise.all(lanes);

@@ -51,8 +51,8 @@ async function rawE2e(place: Place, workers: number, n: number): Promise<number>
   try {
     let completed = 0;
     const t0 = performance.now();
-    const producer = forEachLimit(n, CREATORS, async (i) => {
-      await driver.create(workers + (i % CREATORS), type);
+    const producer = forEachLimit(n, CREATORS, async (_i, lane) => {
+      await driver.create(workers + lane, type);
     });
     const lanes = Array.from({ length: workers }, async (_, lane) => {
       while (completed < n) {

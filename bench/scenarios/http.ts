@@ -125,7 +125,8 @@ async function collect(child: ChildProcessWithoutNullStreams, lastSeq: number): 
       if (line && out.endsWith('\n')) resolve(JSON.parse(line) as Record<string, number[]>);
     });
     child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`sse clients exited ${code}`));
+      // Resolved already when the line arrived; otherwise the subscribers died or sent nothing.
+      reject(new Error(`sse clients exited ${code} without their arrival times`));
     });
     child.stdin.write(`DONE ${lastSeq}\n`);
   });

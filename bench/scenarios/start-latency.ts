@@ -65,6 +65,7 @@ async function rawLatency(place: Place, samples: number): Promise<number[]> {
   try {
     if (place.kind === 'postgres') {
       listener = new pg.Client({ connectionString: place.location, application_name: 'belay-bench-listen' });
+      listener.on('error', () => undefined); // a lost listener shows as a sample that never wakes
       await listener.connect();
       listener.on('notification', () => heard?.());
       await listener.query('LISTEN belay_raw');
