@@ -172,7 +172,8 @@ describe('dashboard in headless Chromium', () => {
   }, 90_000);
 
   it('the task list shows state and progress live', async () => {
-    const id = await createTask('synthetic', { steps: 16, stepMs: 200 });
+    // Long enough for several 2 s list refreshes even on a loaded machine.
+    const id = await createTask('synthetic', { steps: 40, stepMs: 200 });
     const states = new Set<string>();
     const progress = new Set<string>();
     await eventually(
