@@ -54,21 +54,8 @@ export function restStatus(state: TaskState): 'queued' | 'working' | 'input_requ
   }
 }
 
-/** The MCP Tasks vocabulary (2025-11-25 and the `io.modelcontextprotocol/tasks` extension). */
+/** The MCP Tasks vocabulary (2025-11-25 and the `io.modelcontextprotocol/tasks` extension): REST's, but MCP has no queued state. */
 export function mcpStatus(state: TaskState): 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled' {
-  switch (state) {
-    case 'submitted':
-    case 'working':
-      return 'working';
-    case 'input_required':
-    case 'auth_required':
-      return 'input_required';
-    case 'completed':
-      return 'completed';
-    case 'failed':
-    case 'rejected':
-      return 'failed';
-    case 'canceled':
-      return 'cancelled';
-  }
+  const status = restStatus(state);
+  return status === 'queued' ? 'working' : status;
 }

@@ -19,6 +19,7 @@ import { eventually } from '../helpers/gate.js';
 import { storesUnderTest } from '../helpers/stores.js';
 import { testStores } from '../helpers/test-stores.js';
 import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js';
+import { prng } from '../helpers/prng.js';
 
 const KILLS = Number(process.env.BELAY_CHAOS_KILLS ?? 50);
 // Long enough that a loaded 2-core machine renews in time; recovery takes at most this long after each kill.
@@ -45,17 +46,6 @@ async function freezeOutsideWriteLock(child: ChildProcess, sqlitePath: string | 
   }
 }
 
-/** A small seeded PRNG so a failing run can be replayed (the seed is printed). */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 for (const kind of storesUnderTest()) {
   describe(`crash recovery on ${kind} (real processes, SIGKILL)`, () => {

@@ -29,22 +29,12 @@ import { TaskService } from '../../src/service/task-service.js';
 import type { Store } from '../../src/store/port.js';
 import { storesUnderTest } from '../helpers/stores.js';
 import { testStores } from '../helpers/test-stores.js';
+import { prng } from '../helpers/prng.js';
 
 const TENANTS = ['acme', 'other', 'drop', 'flight', 'lister'] as const;
 type Tenant = (typeof TENANTS)[number];
 const keyOf = (tenant: Tenant) => `key-${tenant}-0123456789abcdef`;
 
-/** A small seeded PRNG so a failing cut pattern can be replayed from the printed seed. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const headerOf = (init: RequestInit, name: string): string | undefined => (init.headers as Record<string, string> | undefined)?.[name];
 
