@@ -65,6 +65,7 @@ for (const kind of storesUnderTest()) {
       let kills = 0;
       let crashPointKills = 0;
       let running = true;
+      let finished = false;
       const tasks: Task[] = [];
 
       const spawnOne = (withCrashPoint: boolean) => {
@@ -78,7 +79,7 @@ for (const kind of storesUnderTest()) {
         void w.exited.then(({ signal }) => {
           workers.delete(w);
           if (signal === 'SIGKILL' && crashAt && !w.child.killed) crashPointKills += 1;
-          if (running || workers.size < 2) spawnOne(running);
+          if (!finished && (running || workers.size < 2)) spawnOne(running);
         });
         return w;
       };
@@ -134,6 +135,8 @@ for (const kind of storesUnderTest()) {
         await answerer;
         console.log(`crash-recovery ${kind}: drained in ${Date.now() - started} ms after the last kill`);
       } finally {
+        // No more respawns: a worker left running after the test would keep claiming from a deleted database.
+        finished = true;
         running = false;
         for (const w of [...workers]) w.child.kill('SIGKILL');
         await Promise.all([...workers].map((w) => w.exited));
