@@ -202,6 +202,16 @@ export class TaskService {
     return { tasks: page, nextCursor: tasks.length > limit && last ? encodeCursor(last, order) : null, ...(total === undefined ? {} : { total }) };
   }
 
+  /**
+   * Authorises once and returns a reader of the task's event log, for streams that re-read the log on every
+   * wake-up: the caller's right to the task was checked when the stream opened, so each re-read is one query.
+   * @throws BelayError NOT_FOUND | TASK_EXPIRED
+   */
+  async openEventLog(who: Principal, id: string): Promise<{ task: Task; read(afterSeq: number, limit: number): Promise<TaskEvent[]> }> {
+    const task = await this.getTask(who, id);
+    return { task, read: (afterSeq, limit) => this.store.listEvents(id, afterSeq, Math.min(Math.max(1, limit), 1000)) };
+  }
+
   async listEvents(who: Principal, id: string, afterSeq = 0, limit = 100): Promise<TaskEvent[]> {
     await this.getTask(who, id);
     return this.store.listEvents(id, afterSeq, Math.min(Math.max(1, limit), 1000));

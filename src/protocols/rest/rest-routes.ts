@@ -158,24 +158,24 @@ export function restRoutes(options: RestOptions): Hono<BelayEnv> {
   app.get(`${BASE}/:id/events`, async (c) => {
     const who = principalOf(c);
     const id = c.req.param('id');
-    const task = await service.getTask(who, id);
+    const log = await service.openEventLog(who, id);
     const lastEventId = c.req.header('last-event-id') ?? c.req.query('after');
     const after = lastEventId === undefined || lastEventId === '' ? 0 : Number(lastEventId);
     if (!Number.isInteger(after) || after < 0) throw new BelayError('VALIDATION', 'Last-Event-ID / after must be a non-negative integer sequence number');
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
       const limit = Math.min(Math.max(1, Number(c.req.query('limit') ?? 100) || 100), 1000);
-      const events = await service.listEvents(who, id, after, limit + 1);
+      const events = await log.read(after, limit + 1);
       const page = events.slice(0, limit);
       return c.json({ events: page.map(eventView), next_after: page.at(-1)?.seq ?? after, has_more: events.length > limit });
     }
     return eventStreamResponse(
       {
-        read: (afterSeq, limit) => service.store.listEvents(id, afterSeq, limit),
+        read: (afterSeq, limit) => log.read(afterSeq, limit),
         watch: (onChange) => service.watch(id, onChange),
       },
       after,
-      { heartbeatMs: options.heartbeatMs, retryMs: 2000, terminal: isTerminal(task.state), signal: c.req.raw.signal },
+      { heartbeatMs: options.heartbeatMs, retryMs: 2000, terminal: isTerminal(log.task.state), signal: c.req.raw.signal },
     );
   });
 
