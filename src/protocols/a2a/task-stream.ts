@@ -12,8 +12,9 @@
  * event by one heartbeat and never loses it. Closing a stream never affects the task or other streams.
  */
 import { isTerminal } from '../../core/task-state.js';
-import type { Task, TaskEvent } from '../../core/task.js';
+import type { Task } from '../../core/task.js';
 import type { Principal, TaskService } from '../../service/task-service.js';
+import { eventLogStreamResponse, SSE_HEADERS, type SseSink } from '../http/event-log-stream.js';
 import { statusUpdateFor, toWireTask, wireArtifact } from './task-view.js';
 import type { WireMessage, WireStreamResponse } from './wire-types.js';
 
@@ -36,7 +37,6 @@ export interface StreamEncoding {
 
 const TERMINAL_KINDS = new Set(['completed', 'failed', 'canceled']);
 const BATCH = 200;
-const encoder = new TextEncoder();
 
 export function taskStreamResponse(
   service: TaskService,
@@ -46,101 +46,42 @@ export function taskStreamResponse(
   options: { heartbeatMs: number; signal?: AbortSignal },
 ): Response {
   const taskId = plan.task.id;
-  let closed = false;
-  let unwatch: (() => void) | null = null;
-  let wake: (() => void) | null = null;
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (text: string) => {
-        if (!closed) controller.enqueue(encoder.encode(text));
-      };
-      const close = () => {
-        if (closed) return;
-        closed = true;
-        unwatch?.();
-        wake?.();
-        try {
-          controller.close();
-        } catch {
-          // the client went away first
-        }
-      };
-      const frame = (r: WireStreamResponse, seq: number) => send(`id: ${seq}\ndata: ${encoding.data(r)}\n\n`);
-      options.signal?.addEventListener('abort', close, { once: true });
-      // Watch before the first read, so nothing committed in between is missed.
-      unwatch = service.watch(taskId, () => wake?.());
-
-      const sent = new Map<string, string>();
-      const sendNewArtifacts = (current: Task, seq: number) => {
-        for (const a of current.artifacts) {
-          const key = JSON.stringify(a);
-          if (sent.get(a.artifactId) === key) continue;
-          sent.set(a.artifactId, key);
-          frame({ artifactUpdate: { taskId, contextId: current.contextId, artifact: wireArtifact(a), append: false, lastChunk: true } }, seq);
-        }
-      };
-
-      const snapshot = plan.task;
-      for (const a of snapshot.artifacts) sent.set(a.artifactId, JSON.stringify(a));
-      frame({ task: toWireTask(snapshot, { history: plan.history }) }, snapshot.nextSeq - 1);
-      if (isTerminal(snapshot.state) || (plan.closeOnInputRequired && snapshot.state === 'input_required')) {
-        close();
-        return;
-      }
-
-      void (async () => {
-        let last = plan.afterSeq;
-        try {
-          for (;;) {
-            const events: TaskEvent[] = await service.listEvents(who, taskId, last, BATCH);
-            if (closed) return;
-            if (events.length > 0) {
-              const current = await service.getTask(who, taskId);
-              for (const e of events) {
-                last = e.seq;
-                if (TERMINAL_KINDS.has(e.kind)) {
-                  sendNewArtifacts(current, e.seq);
-                  const update = statusUpdateFor(current, e);
-                  if (update) frame({ statusUpdate: update }, e.seq);
-                  close();
-                  return;
-                }
-                const update = statusUpdateFor(current, e);
-                if (e.kind === 'input_required') sendNewArtifacts(current, e.seq);
-                if (update) frame({ statusUpdate: update }, e.seq);
-                if (e.kind === 'input_required' && plan.closeOnInputRequired) {
-                  close();
-                  return;
-                }
-              }
-              sendNewArtifacts(current, last);
-              if (events.length === BATCH) continue;
-            }
-            const timedOut = await new Promise<boolean>((resolve) => {
-              const timer = setTimeout(() => resolve(true), options.heartbeatMs);
-              wake = () => {
-                clearTimeout(timer);
-                resolve(false);
-              };
-            });
-            wake = null;
-            if (closed) return;
-            if (timedOut) send(': ping\n\n');
+  const snapshot = plan.task;
+  // Artifacts already reported (in the snapshot or since), by id and content.
+  const sent = new Map<string, string>(snapshot.artifacts.map((a) => [a.artifactId, JSON.stringify(a)]));
+  return eventLogStreamResponse(
+    { read: (afterSeq, limit) => service.listEvents(who, taskId, afterSeq, limit), watch: (onChange) => service.watch(taskId, onChange) },
+    plan.afterSeq,
+    { heartbeatMs: options.heartbeatMs, batch: BATCH, headers: SSE_HEADERS, ...(options.signal ? { signal: options.signal } : {}) },
+    {
+      open: (sink) => {
+        frame(sink, { task: toWireTask(snapshot, { history: plan.history }) }, snapshot.nextSeq - 1);
+        if (isTerminal(snapshot.state) || (plan.closeOnInputRequired && snapshot.state === 'input_required')) sink.close();
+      },
+      onEvents: async (events, sink) => {
+        const current = await service.getTask(who, taskId);
+        const sendNewArtifacts = (seq: number) => {
+          for (const a of current.artifacts) {
+            const key = JSON.stringify(a);
+            if (sent.get(a.artifactId) === key) continue;
+            sent.set(a.artifactId, key);
+            frame(sink, { artifactUpdate: { taskId, contextId: current.contextId, artifact: wireArtifact(a), append: false, lastChunk: true } }, seq);
           }
-        } catch (e) {
-          send(encoding.errorFrame(e));
-          close();
+        };
+        for (const e of events) {
+          // Artifacts committed with a step go before the status that ends or pauses the stream.
+          if (TERMINAL_KINDS.has(e.kind) || e.kind === 'input_required') sendNewArtifacts(e.seq);
+          const update = statusUpdateFor(current, e);
+          if (update) frame(sink, { statusUpdate: update }, e.seq);
+          if (TERMINAL_KINDS.has(e.kind) || (e.kind === 'input_required' && plan.closeOnInputRequired)) return sink.close();
         }
-      })();
+        sendNewArtifacts(events.at(-1)!.seq);
+      },
+      onError: (e, sink) => sink.send(encoding.errorFrame(e)),
     },
-    cancel() {
-      closed = true;
-      unwatch?.();
-      wake?.();
-    },
-  });
-  return new Response(stream, {
-    status: 200,
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' },
-  });
+  );
+
+  function frame(sink: SseSink, r: WireStreamResponse, seq: number): void {
+    sink.send(`id: ${seq}\ndata: ${encoding.data(r)}\n\n`);
+  }
 }
