@@ -159,8 +159,27 @@ export class Worker {
       const free = this.concurrency - this.running.size;
       if (claimed > 0 && free > 0 && failures === 0) continue;
       this.wake = new AbortController();
-      const delay = failures > 0 ? Math.min(this.pollMs * 2 ** Math.min(failures, 5), 30_000) : this.pollMs;
+      const delay = failures > 0 ? Math.min(this.pollMs * 2 ** Math.min(failures, 5), 30_000) : await this.idleDelay(free);
       await this.clock.sleep(delay, this.wake.signal).catch(() => undefined);
+    }
+  }
+
+  /**
+   * How long to sleep with `free` slots and nothing claimable: until the next lease lapses or retry falls due, when
+   * that comes before the poll interval. Nothing announces a lapsing lease (its holder may be dead), so without this
+   * a crashed worker's task waited up to a whole poll past its lease: recovery took lease + poll + the step, and now
+   * takes lease + the step. A failed look-up falls back to the poll interval.
+   */
+  private async idleDelay(free: number): Promise<number> {
+    if (free <= 0 || this.draining) return this.pollMs;
+    const now = this.clock.now();
+    try {
+      const next = await this.store.nextClaimAt({ workerId: this.id, now, kinds: this.registry.kinds() });
+      // +1 ms: a claim takes rows with wake_at <= now, so wake just after the instant, not a hair before it.
+      return next === null ? this.pollMs : Math.min(this.pollMs, Math.max(0, next - now + 1));
+    } catch (e) {
+      this.logger.warn({ err: coerceError(e) }, 'next-claim look-up failed; polling');
+      return this.pollMs;
     }
   }
 

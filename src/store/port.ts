@@ -224,6 +224,15 @@ export interface Store {
   claimTasks(request: ClaimRequest): Promise<ClaimedTask[]>;
 
   /**
+   * When the next task of these kinds becomes claimable: the earliest `wake_at` after `now` among submitted and
+   * working tasks (a scheduled retry, or a lease that will lapse), leaving out leases `workerId` holds itself (it
+   * renews those). `null` when nothing is scheduled. A read with no lock: the answer may be stale by the time the
+   * caller acts on it, which costs one empty claim or one poll of latency, never correctness. Workers sleep until
+   * then instead of a whole poll interval, so a crashed worker's task is taken over as its lease lapses.
+   */
+  nextClaimAt(request: { workerId: string; now: number; kinds: readonly TaskKind[] }): Promise<number | null>;
+
+  /**
    * Extends a lease. Failure semantics: returns `lost` once the fence moved on or the task left `working`; the
    * holder must stop without writing. Reports a pending cancellation so the holder can abort its step.
    */

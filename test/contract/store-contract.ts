@@ -180,6 +180,23 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(v2.map((c) => c.task.typeVersion)).toEqual([2]);
     });
 
+    test('nextClaimAt names the next lapsing lease or due retry, leaving out the asker\'s own leases', async () => {
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0, kinds: KINDS })).toBeNull();
+      await store.createTask(newTask());
+      // Queued and due now: a claim takes it; nothing is scheduled after now.
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0, kinds: KINDS })).toBeNull();
+      await store.createTask(newTask({ now: T0 + 7000 }));
+      await store.createTask(newTask({ type: 'other', now: T0 + 3000 }));
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0, kinds: KINDS })).toBe(T0 + 7000);
+      await claimOne(T0, 2000, 'w1');
+      // w1's lease lapses at T0 + 2000: the earliest for anyone else, invisible to w1, which renews it.
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0, kinds: KINDS })).toBe(T0 + 2000);
+      expect(await store.nextClaimAt({ workerId: 'w1', now: T0, kinds: KINDS })).toBe(T0 + 7000);
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0, kinds: [{ type: 'other', version: 1 }] })).toBe(T0 + 3000);
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0, kinds: [] })).toBeNull();
+      expect(await store.nextClaimAt({ workerId: 'w9', now: T0 + 8000, kinds: KINDS })).toBeNull();
+    });
+
     test('an expired lease is claimed again with a higher fence and the stale holder is fenced out', async () => {
       const { task } = await store.createTask(newTask());
       const first = await claimOne(T0, 1000, 'w1');

@@ -2,7 +2,7 @@
  * The durable core's promises, on both stores, with an injected clock: pauses answered a day later, stale and
  * invalid answers, deadlines, cancellation races, version pinning, stale workers, retries, the ledger, bad input.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { BelayError, RetryableError, TerminalError } from '../../src/core/errors.js';
 import type { Json } from '../../src/core/task.js';
@@ -485,6 +485,32 @@ for (const kind of storesUnderTest()) {
       expect(t).toMatchObject({ state: 'working', step: 1, leaseOwner: null, wakeAt: clock.now() });
       await makeWorker(reg).drain();
       expect((await service.getTask(who, task.id)).state).toBe('completed');
+    });
+
+    it("an idle worker wakes when a dead worker's lease lapses, not a whole poll later", async () => {
+      const oneStep = defineTaskType({
+        name: 'one-step',
+        version: 1,
+        input: z.object({}),
+        initialCheckpoint: () => ({}),
+        steps: [{ name: 'only', run: async () => ({ done: true }) }],
+      });
+      const reg = new TaskTypeRegistry([oneStep]);
+      service = new TaskService({ store, registry: reg, clock });
+      const { task } = await service.createTask(who, { type: 'one-step', input: {} });
+      // A worker that claims and then dies: its lease (10 s) is the only thing that will ever free the task.
+      const [held] = await store.claimTasks({ workerId: 'dead', now: clock.now(), leaseMs: 10_000, limit: 1, kinds: reg.kinds() });
+      expect(held!.task.id).toBe(task.id);
+      // A poll interval far longer than the lease: only the look-up of the next lapse can wake the worker in time.
+      const w = new Worker({ store, registry: reg, clock, leaseMs: 10_000, pollMs: 600_000, random: () => 0.5 });
+      w.start();
+      await vi.waitFor(() => expect(clock.pendingSleeps).toBeGreaterThan(0));
+      clock.advance(9_999);
+      await new Promise((r) => setTimeout(r, 50));
+      expect((await service.getTask(who, task.id)).leaseOwner).toBe('dead');
+      clock.advance(2);
+      await vi.waitFor(async () => expect((await service.getTask(who, task.id)).state).toBe('completed'), { timeout: 10_000 });
+      await w.stop();
     });
   });
 }

@@ -34,6 +34,7 @@ import type {
   BeginEffectOptions,
   BeginEffectOutcome,
   ClaimRequest,
+  TaskKind,
   ClaimedTask,
   CommitOutcome,
   CreateResult,
@@ -500,6 +501,21 @@ export class PostgresStore implements Store {
       const task = taskFromRow(row);
       return { task, lease: { taskId: task.id, fence: task.fence, workerId: req.workerId } };
     });
+  }
+
+  async nextClaimAt(req: { workerId: string; now: number; kinds: readonly TaskKind[] }): Promise<number | null> {
+    if (req.kinds.length === 0) return null;
+    // Walks `tasks_claim` upward from `now`. Rows past `now` there are leases in force and scheduled retries — a few
+    // per worker slot, not the queue — so even a plan chosen on stale statistics reads only those.
+    const r = await this.query<{ wake_at: string }>(
+      `SELECT wake_at FROM ${this.s}.tasks
+        WHERE state IN ('submitted', 'working') AND wake_at > $1::bigint
+          AND lease_owner IS DISTINCT FROM $2::text
+          AND (type, type_version) IN (SELECT * FROM unnest($3::text[], $4::int[]))
+        ORDER BY wake_at LIMIT 1`,
+      [req.now, req.workerId, req.kinds.map((k) => k.type), req.kinds.map((k) => k.version)],
+    );
+    return r.rows[0] ? Number(r.rows[0].wake_at) : null;
   }
 
   async renewLease(lease: Lease, now: number, leaseMs: number): Promise<{ status: 'ok' | 'lost'; cancelRequested: boolean }> {

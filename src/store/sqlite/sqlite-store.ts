@@ -19,6 +19,7 @@ import type {
   BeginEffectOptions,
   BeginEffectOutcome,
   ClaimRequest,
+  TaskKind,
   ClaimedTask,
   CommitOutcome,
   CreateResult,
@@ -302,6 +303,21 @@ export class SqliteStore implements Store {
       this.emit({ type: 'event', taskId, seq: Number(seq), kind: 'started' });
     }
     return claimed;
+  }
+
+  async nextClaimAt(req: { workerId: string; now: number; kinds: readonly TaskKind[] }): Promise<number | null> {
+    if (req.kinds.length === 0) return null;
+    // Walks `belay_tasks_claim` upward from `now`: past `now` are only leases in force and scheduled retries.
+    const row = this.db
+      .prepare(
+        `SELECT wake_at FROM belay_tasks
+          WHERE state IN ('submitted', 'working') AND wake_at > @now
+            AND (lease_owner IS NULL OR lease_owner <> @worker)
+            AND (type || '@' || type_version) IN (SELECT value FROM json_each(@kinds))
+          ORDER BY wake_at LIMIT 1`,
+      )
+      .get({ now: req.now, worker: req.workerId, kinds: JSON.stringify(req.kinds.map((k) => `${k.type}@${k.version}`)) }) as { wake_at: number } | undefined;
+    return row ? Number(row.wake_at) : null;
   }
 
   async renewLease(lease: Lease, now: number, leaseMs: number): Promise<{ status: 'ok' | 'lost'; cancelRequested: boolean }> {
