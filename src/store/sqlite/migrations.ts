@@ -212,4 +212,21 @@ CREATE TABLE belay_delivery_feed (
 INSERT INTO belay_delivery_feed (name, cursor, updated_at) SELECT 'webhooks', CAST(COALESCE(MAX(id), 0) AS TEXT), 0 FROM belay_task_events;
 `,
   },
+  {
+    version: 6,
+    name: 'ascending-list-indexes',
+    breaking: false,
+    sql: `
+-- The task list indexes, ascending and without the id, as on PostgreSQL (see there). Descending, the newest key went
+-- to the left end of the tenant's range and SQLite left those pages about half empty; ascending, it lands at the
+-- end of the range and the pages fill (with one tenant or fifty). An entry carries the rowid anyway, so the id
+-- (49 bytes) only made it longer. The list queries still use them (SEARCH ... USING INDEX, the cursor as a range on
+-- the time column) and order ties on the millisecond by id in a small sort (USE TEMP B-TREE FOR LAST TERM OF ORDER
+-- BY). Rebuilding them reads the whole table once, inside the migrations' write transaction.
+DROP INDEX belay_tasks_tenant_created;
+DROP INDEX belay_tasks_tenant_updated;
+CREATE INDEX belay_tasks_tenant_created ON belay_tasks (tenant, created_at);
+CREATE INDEX belay_tasks_tenant_updated ON belay_tasks (tenant, updated_at);
+`,
+  },
 ];
