@@ -2,7 +2,8 @@
  * @module service/task-service
  * The only API the fronts (REST, A2A, MCP, CLI, dashboard) call. It authorises by tenant, validates and bounds
  * input before anything is persisted, applies idempotency, and drives the cold-path transitions. It holds no task
- * state: every call reads or writes the store.
+ * state: every call reads or writes the store (the event-log tails it keeps for streams hold only the reads in
+ * flight and the streams' wake-ups, see `task-log-tail.ts`).
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { Clock } from '../core/clock.js';
@@ -15,6 +16,7 @@ import { decideAnswer, decideCancel, type CancelOutcome } from '../core/transiti
 import type { Store, TaskPatch } from '../store/port.js';
 import type { TaskTypeRegistry } from '../runtime/task-type.js';
 import { fingerprint } from './canonical-json.js';
+import { TaskLogTails, type EventLogFollower } from './task-log-tail.js';
 
 /** Who is calling: every read and write is scoped to the tenant. */
 export interface Principal {
@@ -84,6 +86,8 @@ export class TaskService {
   private readonly urlGuard: TaskServiceOptions['urlGuard'];
   private readonly ajv = new Ajv2020({ allErrors: true, strict: false });
   private readonly validators = new Map<string, ValidateFunction>();
+  /** Streams following a task's log in this process share its tail: one store read per wake-up, not one per stream. */
+  private readonly tails: TaskLogTails;
 
   constructor(options: TaskServiceOptions) {
     this.store = options.store;
@@ -92,6 +96,11 @@ export class TaskService {
     this.limits = options.limits ?? DEFAULT_JSON_LIMITS;
     this.idempotencyTtlMs = options.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS;
     this.urlGuard = options.urlGuard;
+    this.tails = new TaskLogTails({
+      read: (taskId, afterSeq, limit) => this.store.listEvents(taskId, afterSeq, Math.min(Math.max(1, limit), 1000)),
+      subscribe: (listener) => this.store.subscribe(listener),
+      clock: this.clock,
+    });
   }
 
   /**
@@ -203,13 +212,35 @@ export class TaskService {
   }
 
   /**
-   * Authorises once and returns a reader of the task's event log, for streams that re-read the log on every
-   * wake-up: the caller's right to the task was checked when the stream opened, so each re-read is one query.
+   * Authorises once and returns a reader of the task's event log, and `follow` for streams that re-read the log on
+   * every wake-up: the caller's right to the task was checked here, so a follower's re-reads need no further check
+   * and are shared with every other stream of the task in this process that is at the same sequence (one query per
+   * wake-up, not one per stream; see `task-log-tail.ts`). Close the follower when the stream ends.
    * @throws BelayError NOT_FOUND | TASK_EXPIRED
    */
-  async openEventLog(who: Principal, id: string): Promise<{ task: Task; read(afterSeq: number, limit: number): Promise<TaskEvent[]> }> {
+  async openEventLog(
+    who: Principal,
+    id: string,
+  ): Promise<{ task: Task; read(afterSeq: number, limit: number): Promise<TaskEvent[]>; follow(options: { heartbeatMs: number }): EventLogFollower }> {
     const task = await this.getTask(who, id);
-    return { task, read: (afterSeq, limit) => this.store.listEvents(id, afterSeq, Math.min(Math.max(1, limit), 1000)) };
+    return {
+      task,
+      read: (afterSeq, limit) => this.store.listEvents(id, afterSeq, Math.min(Math.max(1, limit), 1000)),
+      follow: (options) => this.tails.follow(id, { heartbeatMs: options.heartbeatMs }),
+    };
+  }
+
+  /**
+   * Follows a task's log for a stream that reads it through `read`, its own reader authorised per call (the A2A
+   * task stream): wake-ups and heartbeats come from the task's shared tail, reads do not. Close it when done.
+   */
+  followEventLog(taskId: string, options: { heartbeatMs: number; read: (afterSeq: number, limit: number) => Promise<TaskEvent[]> }): EventLogFollower {
+    return this.tails.follow(taskId, { heartbeatMs: options.heartbeatMs, read: options.read });
+  }
+
+  /** Streams following a task's log in this process, and how many of them are waiting for a wake-up. */
+  eventLogFollowers(taskId: string): { following: number; waiting: number } {
+    return this.tails.followers(taskId);
   }
 
   async listEvents(who: Principal, id: string, afterSeq = 0, limit = 100): Promise<TaskEvent[]> {

@@ -50,9 +50,10 @@ export function taskStreamResponse(
   // Artifacts already reported (in the snapshot or since), by id and content.
   const sent = new Map<string, string>(snapshot.artifacts.map((a) => [a.artifactId, JSON.stringify(a)]));
   return eventLogStreamResponse(
-    { read: (afterSeq, limit) => service.listEvents(who, taskId, afterSeq, limit), watch: (onChange) => service.watch(taskId, onChange) },
+    // Each read is authorised again (`listEvents` as the caller); the task's shared tail supplies the wake-ups.
+    () => service.followEventLog(taskId, { heartbeatMs: options.heartbeatMs, read: (afterSeq, limit) => service.listEvents(who, taskId, afterSeq, limit) }),
     plan.afterSeq,
-    { heartbeatMs: options.heartbeatMs, batch: BATCH, headers: SSE_HEADERS, ...(options.signal ? { signal: options.signal } : {}) },
+    { batch: BATCH, headers: SSE_HEADERS, ...(options.signal ? { signal: options.signal } : {}) },
     {
       open: (sink) => {
         frame(sink, { task: toWireTask(snapshot, { history: plan.history }) }, snapshot.nextSeq - 1);

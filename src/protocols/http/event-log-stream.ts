@@ -1,17 +1,19 @@
 /**
  * @module protocols/http/event-log-stream
- * One way to serve a task's durable event log as Server-Sent Events, shared by the REST and A2A fronts. It
- * watches for change hints BEFORE the first read (so nothing committed in between is missed), reads the log after
- * the last sequence sent, and sleeps until a hint or the heartbeat; every heartbeat re-reads the log and sends a
- * `: ping` comment, so a lost notification delays an event by at most one heartbeat and never loses it. Works on
+ * One way to serve a task's durable event log as Server-Sent Events, shared by the REST and A2A fronts. The stream
+ * follows the task's log tail (`service/task-log-tail.ts`): it is subscribed to change hints BEFORE the first read
+ * (so nothing committed in between is missed), reads the log after the last sequence sent, and waits for a hint or
+ * the heartbeat; a hint that arrives while it reads or sends is kept, so the next wait returns at once. Every
+ * heartbeat re-reads the log and, when the stream was idle, sends a `: ping` comment, so a lost notification delays
+ * an event by at most one heartbeat and never loses it. Streams of the same task at the same sequence share one
+ * read per wake-up (the tail's single-flight read), so a commit costs one query however many subscribers follow
+ * it; a stream that authorises each read itself (A2A) shares the wake-ups and heartbeats, not the reads. Works on
  * any gateway process. The fronts decide only how events become frames and when the stream ends.
  */
 import type { TaskEvent } from '../../core/task.js';
+import type { EventLogFollower } from '../../service/task-log-tail.js';
 
-export interface EventLogSource {
-  read(afterSeq: number, limit: number): Promise<TaskEvent[]>;
-  watch(onChange: () => void): () => void;
-}
+export type { EventLogFollower };
 
 export interface SseSink {
   send(text: string): void;
@@ -32,14 +34,17 @@ export interface EventLogStreamHandlers {
 
 const encoder = new TextEncoder();
 
+/**
+ * `follow` is called once, when the stream starts (so it is subscribed before the first read); the follower is
+ * closed when the stream ends, whichever side ends it.
+ */
 export function eventLogStreamResponse(
-  source: EventLogSource,
+  follow: () => EventLogFollower,
   afterSeq: number,
-  options: { heartbeatMs: number; batch: number; signal?: AbortSignal; headers: Record<string, string> },
+  options: { batch: number; signal?: AbortSignal; headers: Record<string, string> },
   handlers: EventLogStreamHandlers,
 ): Response {
-  let unwatch: (() => void) | null = null;
-  let wake: (() => void) | null = null;
+  let follower: EventLogFollower | null = null;
   let closed = false;
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -50,8 +55,7 @@ export function eventLogStreamResponse(
         close: () => {
           if (closed) return;
           closed = true;
-          unwatch?.();
-          wake?.();
+          follower?.close();
           try {
             controller.close();
           } catch {
@@ -62,15 +66,16 @@ export function eventLogStreamResponse(
           return closed;
         },
       };
+      if (options.signal?.aborted) return sink.close();
       options.signal?.addEventListener('abort', () => sink.close(), { once: true });
-      unwatch = source.watch(() => wake?.());
+      const log = (follower = follow());
       handlers.open?.(sink);
       if (closed) return;
       void (async () => {
         let last = afterSeq;
         try {
           for (;;) {
-            const events = await source.read(last, options.batch);
+            const events = await log.read(last, options.batch);
             if (closed) return;
             if (events.length > 0) {
               last = events.at(-1)!.seq;
@@ -81,16 +86,9 @@ export function eventLogStreamResponse(
               handlers.onIdle?.(sink);
               if (closed) return;
             }
-            const timedOut = await new Promise<boolean>((resolve) => {
-              const timer = setTimeout(() => resolve(true), options.heartbeatMs);
-              wake = () => {
-                clearTimeout(timer);
-                resolve(false);
-              };
-            });
-            wake = null;
-            if (closed) return;
-            if (timedOut) sink.send(': ping\n\n');
+            const why = await log.next();
+            if (closed || why === 'closed') return;
+            if (why === 'heartbeat') sink.send(': ping\n\n');
           }
         } catch (e) {
           handlers.onError?.(e, sink);
@@ -100,8 +98,7 @@ export function eventLogStreamResponse(
     },
     cancel() {
       closed = true;
-      unwatch?.();
-      wake?.();
+      follower?.close();
     },
   });
   return new Response(stream, { status: 200, headers: options.headers });

@@ -5,10 +5,8 @@
  * events. Following the log is `protocols/http/event-log-stream.ts`.
  */
 import type { TaskEvent } from '../../core/task.js';
-import { eventLogStreamResponse, SSE_HEADERS, type EventLogSource } from '../http/event-log-stream.js';
+import { eventLogStreamResponse, SSE_HEADERS, type EventLogFollower } from '../http/event-log-stream.js';
 import { eventView } from './representation.js';
-
-export type EventSource = EventLogSource;
 
 const TERMINAL_KINDS = new Set(['completed', 'failed', 'canceled']);
 
@@ -16,11 +14,12 @@ export function sseFrame(e: TaskEvent): string {
   return `id: ${e.seq}\nevent: ${e.kind}\ndata: ${JSON.stringify(eventView(e))}\n\n`;
 }
 
-export function eventStreamResponse(source: EventSource, afterSeq: number, options: { heartbeatMs: number; retryMs: number; terminal: boolean; signal?: AbortSignal }): Response {
+/** `follow` starts following the task's log (`TaskService.openEventLog(...).follow`), called when the stream starts. */
+export function eventStreamResponse(follow: () => EventLogFollower, afterSeq: number, options: { retryMs: number; terminal: boolean; signal?: AbortSignal }): Response {
   return eventLogStreamResponse(
-    source,
+    follow,
     afterSeq,
-    { heartbeatMs: options.heartbeatMs, batch: 500, headers: SSE_HEADERS, ...(options.signal ? { signal: options.signal } : {}) },
+    { batch: 500, headers: SSE_HEADERS, ...(options.signal ? { signal: options.signal } : {}) },
     {
       open: (sink) => sink.send(`retry: ${options.retryMs}\n: belay event stream\n\n`),
       onEvents: (events, sink) => {

@@ -169,14 +169,11 @@ export function restRoutes(options: RestOptions): Hono<BelayEnv> {
       const page = events.slice(0, limit);
       return c.json({ events: page.map(eventView), next_after: page.at(-1)?.seq ?? after, has_more: events.length > limit });
     }
-    return eventStreamResponse(
-      {
-        read: (afterSeq, limit) => log.read(afterSeq, limit),
-        watch: (onChange) => service.watch(id, onChange),
-      },
-      after,
-      { heartbeatMs: options.heartbeatMs, retryMs: 2000, terminal: isTerminal(log.task.state), signal: c.req.raw.signal },
-    );
+    return eventStreamResponse(() => log.follow({ heartbeatMs: options.heartbeatMs }), after, {
+      retryMs: 2000,
+      terminal: isTerminal(log.task.state),
+      signal: c.req.raw.signal,
+    });
   });
 
   app.post(`${BASE}/:id/input`, async (c) => {
