@@ -102,6 +102,28 @@ if (storesUnderTest().includes('postgres')) {
       }
     });
 
+    it('a prepared plan made stale by a column added under an open connection is dropped and the statement re-sent', async () => {
+      const schema = fresh();
+      const store = await openPostgresStore({ connectionString: databaseUrl(DATABASE), schema, listen: 'lazy', poolSize: 1 });
+      try {
+        const { task } = await store.createTask(newTask());
+        expect((await store.getTask(task.id))!.id).toBe(task.id);
+        // Another process migrates the table under this store's open connection: `SELECT *` now returns one more
+        // column, which PostgreSQL refuses to run through the plan prepared before.
+        const other = new pg.Client({ connectionString: databaseUrl(DATABASE) });
+        await other.connect();
+        try {
+          await other.query(`ALTER TABLE ${pg.escapeIdentifier(schema)}.tasks ADD COLUMN added_later integer`);
+        } finally {
+          await other.end();
+        }
+        expect((await store.getTask(task.id))!.id).toBe(task.id);
+        expect((await store.getTask(task.id))!.id).toBe(task.id);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('lazy listening starts with the first subscriber, says ready, then hears other connections', async () => {
       const schema = fresh();
       const lazy = await openPostgresStore({ connectionString: databaseUrl(DATABASE), schema, listen: 'lazy' });
