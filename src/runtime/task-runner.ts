@@ -12,7 +12,7 @@ import { BelayError, RetryableError, TerminalError, coerceError, isBelayError, t
 import { serializeJson } from '../core/limits.js';
 import type { Logger } from '../core/logger.js';
 import type { Artifact, Json, PendingInput, Progress, SideEffectRecord, Task, TaskEventKind } from '../core/task.js';
-import type { ClaimedTask, CommitKind, Lease, Store, TaskCommit } from '../store/port.js';
+import type { ClaimedTask, CommitKind, CommitOutcome, Lease, Store, TaskCommit } from '../store/port.js';
 import { PauseSignal, StepContext, StopSignal } from './step-context.js';
 import { effectKind, type TaskType } from './task-type.js';
 
@@ -29,6 +29,12 @@ export interface RunnerEnvironment {
   draining(): boolean;
   /** Built-in re-validation: a requester disabled since the task started is refused on resume. */
   principals?: PrincipalDirectory;
+  /**
+   * `true`: the run's last commit (complete, pause, fail) is being sent and no step code runs any more, so its slot
+   * may take the next task while the commit is in flight. `false`: that commit was refused (a cancellation or an
+   * answer arrived first) and the run goes on.
+   */
+  finishing?(on: boolean): void;
 }
 
 /** Who may still act. Backed by the store's disabled-principals list, or by the product's own directory. */
@@ -352,7 +358,7 @@ export class TaskRunner {
     const result: Json = this.type.result ? this.type.result(checkpoint, this.task.input) : checkpoint;
     this.checkSerializable(result, 'result');
     const now = this.env.clock.now();
-    return this.env.store.commit({
+    return this.lastCommit({
       ...this.base('complete', step, checkpoint, {
         kind: 'completed',
         body: { state: 'completed', step, steps_total: this.type.steps.length, progress: this.progress as unknown as Json },
@@ -362,6 +368,20 @@ export class TaskRunner {
       artifacts,
       expiresAt: now + this.env.retentionMs,
     });
+  }
+
+  /** A commit that ends the run when it succeeds; see `RunnerEnvironment.finishing`. */
+  private async lastCommit(commit: TaskCommit): Promise<CommitOutcome> {
+    this.env.finishing?.(true);
+    let out: CommitOutcome;
+    try {
+      out = await this.env.store.commit(commit);
+    } catch (e) {
+      this.env.finishing?.(false);
+      throw e;
+    }
+    if (!out.ok) this.env.finishing?.(false);
+    return out;
   }
 
   private async pause(ctx: StepContext<any, any>, signal: PauseSignal): Promise<RunOutcome | 'answer_arrived'> {
@@ -380,7 +400,7 @@ export class TaskRunner {
       const err = e instanceof CommitInputError ? e.cause : isBelayError(e) ? e : new BelayError('INVALID_JSON', coerceError(e).message);
       return this.finishFailed(taskErrorFrom(err.code, err.message, { step: stepName }));
     }
-    const out = await this.env.store.commit({
+    const out = await this.lastCommit({
       ...this.base('pause', stepIndex, checkpoint, {
         kind: 'input_required',
         body: {
@@ -467,7 +487,7 @@ export class TaskRunner {
     const report = this.effectsReport(await this.env.store.listEffects(this.task.id));
     error = { ...error, details: { ...error.details, ...report } };
     const now = this.env.clock.now();
-    const out = await this.env.store.commit({
+    const out = await this.lastCommit({
       ...this.base('fail', this.committedStep, this.committedCheckpoint, { kind: 'failed', body: { state: 'failed', error: error as unknown as Json } }),
       state: 'failed',
       error,

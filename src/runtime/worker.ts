@@ -57,6 +57,13 @@ export class Worker {
   private readonly deadlineSweepMs: number;
   private readonly options: WorkerOptions;
   private readonly running = new Map<string, { runner: TaskRunner; done: Promise<void> }>();
+  /**
+   * Runs whose last commit is in flight: they run no step code, so their slots take the next tasks meanwhile. The
+   * claim then overlaps the commit instead of following it, and PostgreSQL flushes both in one WAL write (group
+   * commit). `concurrency` bounds step code; a last commit refused by a race (a cancellation, an early answer) puts
+   * its run back, which for that moment can make it one more.
+   */
+  private readonly finishing = new Set<string>();
   private loop: Promise<void> | null = null;
   private stopping = false;
   private draining = false;
@@ -156,7 +163,7 @@ export class Worker {
         this.logger.warn({ err: coerceError(e), failures }, 'claim failed; backing off');
       }
       if (this.stopping) break;
-      const free = this.concurrency - this.running.size;
+      const free = this.freeSlots();
       if (claimed > 0 && free > 0 && failures === 0) continue;
       this.wake = new AbortController();
       const delay = failures > 0 ? Math.min(this.pollMs * 2 ** Math.min(failures, 5), 30_000) : await this.idleDelay(free);
@@ -183,8 +190,12 @@ export class Worker {
     }
   }
 
+  private freeSlots(): number {
+    return this.concurrency - this.running.size + this.finishing.size;
+  }
+
   private async claimBatch(): Promise<number> {
-    const free = this.concurrency - this.running.size;
+    const free = this.freeSlots();
     if (free <= 0 || this.draining) return 0;
     const claimed = await this.store.claimTasks({ workerId: this.id, now: this.clock.now(), leaseMs: this.leaseMs, limit: free, kinds: this.registry.kinds() });
     for (const c of claimed) {
@@ -206,18 +217,37 @@ export class Worker {
         draining: () => this.draining,
         // Built-in re-validation: a requester disabled in the store is refused when its task resumes.
         principals: this.options.principals ?? { isDisabled: (tenant, principal) => this.store.isPrincipalDisabled(tenant, principal) },
+        finishing: (on) => {
+          if (this.running.get(c.task.id)?.runner !== runner) return;
+          if (!on) {
+            this.finishing.delete(c.task.id);
+            return;
+          }
+          this.finishing.add(c.task.id);
+          this.poke();
+        },
       });
+      const forget = () => {
+        // A lease that lapsed while this run's last commit was in flight can already be held by a new run of the
+        // same task here; leave that one's entry alone.
+        if (this.running.get(c.task.id)?.runner !== runner) return;
+        this.running.delete(c.task.id);
+        this.finishing.delete(c.task.id);
+      };
       const done = runner.run().then(
         (outcome) => {
-          this.running.delete(c.task.id);
+          forget();
           this.options.onRunEnd?.(c.task.id, outcome);
           this.poke();
         },
         (e: unknown) => {
-          this.running.delete(c.task.id);
+          forget();
           this.logger.error({ err: coerceError(e), taskId: c.task.id }, 'runner crashed');
         },
       );
+      // Replacing an earlier run of this task (its lease lapsed mid-commit; the fence refuses that commit): its slot
+      // stops counting as finishing along with it.
+      this.finishing.delete(c.task.id);
       this.running.set(c.task.id, { runner, done });
     }
     return claimed.length;

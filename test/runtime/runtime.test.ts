@@ -487,6 +487,56 @@ for (const kind of storesUnderTest()) {
       expect((await service.getTask(who, task.id)).state).toBe('completed');
     });
 
+    it("a slot takes its next task while the last task's completing commit is in flight; step code stays within concurrency", async () => {
+      let inStep = 0;
+      let maxInStep = 0;
+      const stepsStarted: string[] = [];
+      const oneStep = defineTaskType({
+        name: 'one-step',
+        version: 1,
+        input: z.object({ n: z.number() }),
+        initialCheckpoint: () => ({}),
+        steps: [
+          {
+            name: 'only',
+            run: async (ctx) => {
+              inStep += 1;
+              maxInStep = Math.max(maxInStep, inStep);
+              stepsStarted.push(String(ctx.input.n));
+              await Promise.resolve();
+              inStep -= 1;
+              return { done: true };
+            },
+          },
+        ],
+      });
+      const reg = new TaskTypeRegistry([oneStep]);
+      service = new TaskService({ store, registry: reg, clock });
+      const first = (await service.createTask(who, { type: 'one-step', input: { n: 1 } })).task;
+      clock.advance(1);
+      const second = (await service.createTask(who, { type: 'one-step', input: { n: 2 } })).task;
+      // Hold the first task's completing commit until the second task's step has run.
+      const held = new Gate();
+      const gated: Store = Object.create(store, {
+        commit: {
+          value: async (c: Parameters<Store['commit']>[0]) => {
+            if (c.kind === 'complete' && c.lease.taskId === first.id) await held.wait();
+            return store.commit(c);
+          },
+        },
+      }) as Store;
+      const w = new Worker({ store: gated, registry: reg, clock, concurrency: 1, leaseMs: 10_000, pollMs: 600_000, random: () => 0.5 });
+      w.start();
+      await held.arrived;
+      await vi.waitFor(() => expect(stepsStarted).toEqual(['1', '2']));
+      expect((await service.getTask(who, first.id)).state).toBe('working');
+      held.open();
+      await vi.waitFor(async () => expect((await service.getTask(who, first.id)).state).toBe('completed'));
+      await vi.waitFor(async () => expect((await service.getTask(who, second.id)).state).toBe('completed'));
+      expect(maxInStep).toBe(1);
+      await w.stop();
+    });
+
     it("an idle worker wakes when a dead worker's lease lapses, not a whole poll later", async () => {
       const oneStep = defineTaskType({
         name: 'one-step',
