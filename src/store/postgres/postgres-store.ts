@@ -476,7 +476,9 @@ export class PostgresStore implements Store {
     if (cursor) {
       const at = param(cursor.at, 'bigint');
       const id = param(cursor.id, 'text');
-      where.push(`(${column} < ${at} OR (${column} = ${at} AND id < ${id}))`);
+      // The `<=` is redundant for the result but gives the index a bound: the OR alone is a filter, and page k
+      // would read every newer row first.
+      where.push(`${column} <= ${at} AND (${column} < ${at} OR (${column} = ${at} AND id < ${id}))`);
     }
     const limit = param(q.limit, 'int');
     const r = await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE ${where.join(' AND ')} ORDER BY ${column} DESC, id DESC LIMIT ${limit}`, values);
@@ -1027,7 +1029,7 @@ export class PostgresStore implements Store {
     if (q.after) {
       const at = param(q.after.createdAt, 'bigint');
       const id = param(q.after.id, 'text');
-      where.push(`(created_at < ${at} OR (created_at = ${at} AND id < ${id}))`);
+      where.push(`created_at <= ${at} AND (created_at < ${at} OR (created_at = ${at} AND id < ${id}))`);
     }
     const limit = param(q.limit, 'int');
     const r = await this.query<DeliveryRow>(`SELECT * FROM ${this.s}.deliveries WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ${limit}`, values);
