@@ -342,8 +342,9 @@ for (const kind of storesUnderTest()) {
       await waitStatus(c, retained.taskId, ['completed']);
       const row = await gw.service.getTask({ tenant: 'acme', principal: 'alice' }, retained.taskId);
       expect(await store.expireTasks(row.expiresAt!, 10)).toBe(1);
-      for (const call of [c.experimental.tasks.getTask(retained.taskId), c.experimental.tasks.getTaskResult(retained.taskId, CallToolResultSchema), c.experimental.tasks.cancelTask(retained.taskId)]) {
-        expect(await rpcError(call)).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task has expired', data: { code: 'task_expired', final_state: 'completed' } });
+      // One call at a time: promises started together and awaited in turn leave a later rejection unhandled.
+      for (const call of [() => c.experimental.tasks.getTask(retained.taskId), () => c.experimental.tasks.getTaskResult(retained.taskId, CallToolResultSchema), () => c.experimental.tasks.cancelTask(retained.taskId)]) {
+        expect(await rpcError(call())).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task has expired', data: { code: 'task_expired', final_state: 'completed' } });
       }
       expect(await rpcError(other.experimental.tasks.getTask(retained.taskId))).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
       // ttl: a finished task whose ttl has elapsed is gone from MCP (and from tasks/list) while REST retention keeps it.
