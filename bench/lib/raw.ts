@@ -63,6 +63,7 @@ const LEASE_MS = 30_000;
 
 // ---- PostgreSQL ------------------------------------------------------------------------------------------------
 
+/** The raw limit: each lane its own connection, every statement prepared once per connection (as Belay's store does). */
 export async function rawPostgres(place: Place, lanes: number): Promise<RawDriver> {
   const s = pg.escapeIdentifier(BELAY_SCHEMA);
   const clients: pg.Client[] = [];
@@ -110,17 +111,19 @@ export async function rawPostgres(place: Place, lanes: number): Promise<RawDrive
     async create(i, type, notify = false) {
       const id = rawTaskId();
       const now = Date.now();
-      await lane(i).query(
-        `WITH t AS (${insertTask}), e AS (INSERT INTO ${s}.task_events (task_id, seq, kind, body, at)
+      await lane(i).query({
+        name: notify ? 'raw_create_notify' : 'raw_create',
+        text: `WITH t AS (${insertTask}), e AS (INSERT INTO ${s}.task_events (task_id, seq, kind, body, at)
            SELECT id, 1, 'created', $11::jsonb, created_at FROM t)
          SELECT id${notify ? ", pg_notify('belay_raw', id) AS notified" : ''} FROM t`,
-        [id, `ctx_${id}`, type, 'submitted', PROGRESS_NULL, now, 0, null, null, 0, JSON.stringify({ state: 'submitted', type, type_version: 1 })],
-      );
+        values: [id, `ctx_${id}`, type, 'submitted', PROGRESS_NULL, now, 0, null, null, 0, JSON.stringify({ state: 'submitted', type, type_version: 1 })],
+      });
     },
     async claim(i, type, leaseMs) {
       const now = Date.now();
-      const r = await lane(i).query<{ id: string; fence: string }>(
-        `WITH c AS (
+      const r = await lane(i).query<{ id: string; fence: string }>({
+        name: 'raw_claim',
+        text: `WITH c AS (
            SELECT id, state AS old_state FROM ${s}.tasks
             WHERE state IN ('submitted', 'working') AND wake_at <= $1::bigint AND type = $2::text AND type_version = 1
             ORDER BY wake_at LIMIT 1 FOR UPDATE SKIP LOCKED
@@ -135,8 +138,8 @@ export async function rawPostgres(place: Place, lanes: number): Promise<RawDrive
            SELECT id, next_seq - 1, 'started', '{"state":"working"}'::jsonb, $1::bigint FROM u WHERE old_state = 'submitted'
          )
          SELECT id, fence FROM u`,
-        [now, type, `raw-${i}`, now + leaseMs],
-      );
+        values: [now, type, `raw-${i}`, now + leaseMs],
+      });
       const row = r.rows[0];
       return row ? { id: row.id, fence: Number(row.fence) } : null;
     },
@@ -147,22 +150,20 @@ export async function rawPostgres(place: Place, lanes: number): Promise<RawDrive
       const client = lane(i);
       if (mode === 'multi-statement') {
         await client.query('BEGIN');
-        const u = await client.query<{ id: string; seq: string }>(update, values.slice(0, 12));
+        const u = await client.query<{ id: string; seq: string }>({ name: 'raw_update', text: update, values: values.slice(0, 12) });
         const row = u.rows[0];
         if (row) {
-          await client.query(`INSERT INTO ${s}.task_events (task_id, seq, kind, body, at) VALUES ($1::text, $2::bigint, $3::text, $4::jsonb, $5::bigint)`, [
-            row.id,
-            row.seq,
-            v.kind,
-            v.body,
-            now,
-          ]);
+          await client.query({
+            name: 'raw_insert_event',
+            text: `INSERT INTO ${s}.task_events (task_id, seq, kind, body, at) VALUES ($1::text, $2::bigint, $3::text, $4::jsonb, $5::bigint)`,
+            values: [row.id, row.seq, v.kind, v.body, now],
+          });
         }
         await client.query('COMMIT');
         if (!row) throw new Error(`raw commit matched no row (${c.id})`);
         return;
       }
-      const r = await client.query(mode === 'cte+notify' ? CTE_NOTIFY : CTE, values);
+      const r = await client.query(mode === 'cte+notify' ? { name: 'raw_cte_notify', text: CTE_NOTIFY, values } : { name: 'raw_cte', text: CTE, values });
       if (r.rowCount !== 1) throw new Error(`raw commit matched no row (${c.id})`);
     },
     async close() {
