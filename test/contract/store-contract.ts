@@ -17,6 +17,8 @@ export interface StoreFactory {
   /** Drops what `open` created for this test. */
   cleanup?(): Promise<void>;
   skip?: Array<{ test: string; reason: string }>;
+  /** The stored `pending_input` column of a task in the store `open()` returned last, read with SQL (JSON text). */
+  rawPendingInput(taskId: string): Promise<string | null>;
 }
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -280,6 +282,78 @@ export function defineStoreContract(factory: StoreFactory): void {
       expect(paused).toMatchObject({ state: 'input_required', leaseOwner: null, leaseUntil: null, wakeAt: T0 + 60_000 });
       expect(paused.pendingInput?.key).toBe('second');
       expect(await store.claimTasks({ workerId: 'w2', now: T0 + 70_000, leaseMs: 1000, limit: 1, kinds: KINDS })).toEqual([]);
+    });
+
+    test('a paused task reads back its whole question, kept once in its input_required event, from every read', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      const pending = {
+        key: 'approval',
+        question: 'Revoke these grants?',
+        schema: { type: 'object', properties: { approved: { type: 'boolean' } }, required: ['approved'] },
+        context: { grants: ['g1', 'g2'] },
+        deadlineAt: T0 + 60_000,
+        onDeadline: 'fail' as const,
+        askedAt: T0,
+      };
+      const body = { state: 'input_required', key: pending.key, question: pending.question, schema: pending.schema, context: pending.context };
+      expect(
+        (
+          await store.commit({
+            ...progressCommit(lease, t, T0 + 1),
+            kind: 'pause',
+            state: 'input_required',
+            step: 0,
+            pendingInput: pending,
+            leaseUntil: null,
+            wakeAt: pending.deadlineAt,
+            event: { kind: 'input_required', body },
+          })
+        ).ok,
+      ).toBe(true);
+      // Stored once: the row keeps the key and the deadline, the event the question, schema and context.
+      const raw = JSON.parse((await factory.rawPendingInput(task.id))!) as Record<string, unknown>;
+      expect(raw).toMatchObject({ key: 'approval', deadlineAt: T0 + 60_000, inEvent: true });
+      expect(raw).not.toHaveProperty('question');
+      expect(raw).not.toHaveProperty('schema');
+      expect(raw).not.toHaveProperty('context');
+      expect((await store.getTask(task.id))!.pendingInput).toEqual(pending);
+      expect((await store.getTask(task.id, 'acme'))!.pendingInput).toEqual(pending);
+      expect((await store.listTasks({ tenant: 'acme', limit: 10 })).find((x) => x.id === task.id)!.pendingInput).toEqual(pending);
+      // The transition's decision sees it whole, and a transition that leaves it alone returns it whole.
+      let seen: unknown = null;
+      const same = await store.transition(task.id, 'acme', T0 + 2, (cur) => {
+        seen = cur.pendingInput;
+        return null;
+      });
+      expect(seen).toEqual(pending);
+      expect(same.pendingInput).toEqual(pending);
+      const touched = await store.transition(task.id, 'acme', T0 + 2, () => ({ set: { wakeAt: T0 + 50_000 }, bumpFence: false, event: null }));
+      expect(touched.pendingInput).toEqual(pending);
+      // The event keeps the question it was written with.
+      const events = await store.listEvents(task.id, 0, 10);
+      expect(events.at(-1)).toMatchObject({ kind: 'input_required', body });
+      // Answered: the pending input is gone and the next read finds none.
+      const resumed = await store.transition(task.id, 'acme', T0 + 3, (cur) => decideAnswer(cur, { expectedVersion: cur.version, answer: { approved: true }, now: T0 + 3 }));
+      expect(resumed.pendingInput).toBeNull();
+    });
+
+    test('a pause whose event does not repeat the question keeps the question in the row', async () => {
+      const { task } = await store.createTask(newTask());
+      const { task: t, lease } = await claimOne();
+      const pending = { key: 'approve', question: 'OK?', schema: { type: 'boolean' }, deadlineAt: T0 + 60_000, onDeadline: 'fail' as const, askedAt: T0 };
+      await store.commit({
+        ...progressCommit(lease, t, T0 + 1),
+        kind: 'pause',
+        state: 'input_required',
+        step: 0,
+        pendingInput: pending,
+        leaseUntil: null,
+        wakeAt: pending.deadlineAt,
+        event: { kind: 'input_required', body: { state: 'input_required', key: 'approve', question: 'Something else?' } },
+      });
+      expect(JSON.parse((await factory.rawPendingInput(task.id))!)).toEqual(pending);
+      expect((await store.getTask(task.id))!.pendingInput).toEqual(pending);
     });
 
     test('answering resumes a paused task once; stale versions and late answers change nothing', async () => {

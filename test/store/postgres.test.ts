@@ -63,6 +63,16 @@ if (storesUnderTest().includes('postgres')) {
     async cleanup() {
       latest = null;
     },
+    async rawPendingInput(taskId) {
+      const c = new pg.Client({ connectionString: databaseUrl(DATABASE) });
+      await c.connect();
+      try {
+        const r = await c.query<{ p: string | null }>(`SELECT pending_input::text AS p FROM ${pg.escapeIdentifier(latest!)}.tasks WHERE id = $1`, [taskId]);
+        return r.rows[0]?.p ?? null;
+      } finally {
+        await c.end();
+      }
+    },
   });
 
   describe('postgres store: adapter specifics', () => {

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,15 @@ if (storesUnderTest().includes('sqlite')) {
     async cleanup() {
       for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
       current = null;
+    },
+    async rawPendingInput(taskId) {
+      const db = new Database(join(current!, 'store.db'), { readonly: true });
+      try {
+        const row = db.prepare('SELECT pending_input AS p FROM belay_tasks WHERE id = ?').get(taskId) as { p: string | null } | undefined;
+        return row?.p ?? null;
+      } finally {
+        db.close();
+      }
     },
   });
 }

@@ -54,6 +54,9 @@ import {
   effectFromRow,
   eventFromRow,
   json,
+  pendingForStorage,
+  pendingFromEvent,
+  pendingInEvent,
   pushConfigFromRow,
   taskFromRow,
   type EffectRow,
@@ -419,7 +422,7 @@ export class PostgresStore implements Store {
           details: { idempotency_key: idem.key },
         });
       }
-      if (hit.id !== null) return { task: taskFromRow(hit), created: false };
+      if (hit.id !== null) return { task: (await this.withPending([taskFromRow(hit)]))[0]!, created: false };
       // The key names a task that no longer exists: the key is free again (as in the SQLite adapter).
       await this.query(`DELETE FROM ${this.s}.idempotency_keys WHERE tenant = $1 AND scope = $2 AND key = $3 AND task_id = $4`, [
         task.tenant,
@@ -436,13 +439,24 @@ export class PostgresStore implements Store {
 
   // ---- reads -----------------------------------------------------------------------------------------------------
 
+  /** Puts back the questions that paused tasks keep only in their events (see `pendingForStorage`): one query. */
+  private async withPending(tasks: Task[], client?: pg.PoolClient): Promise<Task[]> {
+    const ids = tasks.filter(pendingInEvent).map((t) => t.id);
+    if (ids.length === 0) return tasks;
+    const text = `SELECT DISTINCT ON (task_id) task_id, body FROM ${this.s}.task_events
+       WHERE task_id = ANY($1::text[]) AND kind = 'input_required' ORDER BY task_id, seq DESC`;
+    const r = client ? await client.query<{ task_id: string; body: unknown }>(text, [ids]) : await this.query<{ task_id: string; body: unknown }>(text, [ids]);
+    const bodies = new Map(r.rows.map((row) => [row.task_id, json<Record<string, Json>>(row.body)]));
+    return tasks.map((t) => pendingFromEvent(t, bodies.get(t.id)));
+  }
+
   async getTask(id: string, tenant?: string): Promise<Task | null> {
     const r =
       tenant === undefined
         ? await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1`, [id])
         : await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1 AND tenant = $2`, [id, tenant]);
     const row = r.rows[0];
-    return row ? taskFromRow(row) : null;
+    return row ? (await this.withPending([taskFromRow(row)]))[0]! : null;
   }
 
   /** WHERE clauses for the filters shared by listing and counting; appends their parameters to `values`. */
@@ -482,7 +496,7 @@ export class PostgresStore implements Store {
     }
     const limit = param(q.limit, 'int');
     const r = await this.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE ${where.join(' AND ')} ORDER BY ${column} DESC, id DESC LIMIT ${limit}`, values);
-    return r.rows.map(taskFromRow);
+    return this.withPending(r.rows.map(taskFromRow));
   }
 
   async countTasks(q: TaskCountQuery): Promise<number> {
@@ -645,7 +659,7 @@ export class PostgresStore implements Store {
       c.step,
       JSON.stringify(c.checkpoint),
       JSON.stringify(c.progress),
-      sqlJson(c.pendingInput),
+      pendingForStorage(c.pendingInput, c.event),
       JSON.stringify(c.result),
       c.artifacts === undefined ? null : JSON.stringify(c.artifacts),
       sqlJson(c.error),
@@ -748,7 +762,7 @@ export class PostgresStore implements Store {
           : await c.query<TaskRow>(`SELECT * FROM ${this.s}.tasks WHERE id = $1 AND tenant = $2 FOR UPDATE`, [id, tenant]);
       const row = r.rows[0];
       if (!row) throw new BelayError('NOT_FOUND', 'No such task');
-      const task = taskFromRow(row);
+      const task = (await this.withPending([taskFromRow(row)], c))[0]!;
       const patch = decide(task);
       if (!patch) return task;
       const values: unknown[] = [id, now, patch.bumpFence ? 1 : 0, patch.event ? 1 : 0];
@@ -778,7 +792,7 @@ export class PostgresStore implements Store {
       if (ready) notifies.push(`pg_notify(${this.channelLiteral}, 'ready') AS ready`);
       sql += ` SELECT u.*${notifies.map((n) => `, ${n}`).join('')} FROM u`;
       const updated = await c.query<TaskRow>(sql, values);
-      return taskFromRow(updated.rows[0]!);
+      return (await this.withPending([taskFromRow(updated.rows[0]!)], c))[0]!;
     });
   }
 
@@ -799,7 +813,7 @@ export class PostgresStore implements Store {
         ORDER BY created_at LIMIT $2::int`,
       [now - graceMs, limit],
     );
-    return r.rows.map(taskFromRow);
+    return this.withPending(r.rows.map(taskFromRow));
   }
 
   async expireTasks(now: number, limit: number): Promise<number> {

@@ -38,6 +38,10 @@ import {
   PATCH_COLUMNS,
   effectFromRow,
   eventFromRow,
+  json,
+  pendingForStorage,
+  pendingFromEvent,
+  pendingInEvent,
   pushConfigFromRow,
   taskFromRow,
   tombstoneFromRow,
@@ -145,7 +149,7 @@ export class SqliteStore implements Store {
             });
           }
           const row = this.prepare('SELECT * FROM belay_tasks WHERE id = ?').get(existing.task_id) as TaskRow | undefined;
-          if (row) return { task: taskFromRow(row), created: false };
+          if (row) return { task: this.taskOf(row), created: false };
         }
         // An expired key may be reused: it then names a new request.
         this.prepare('DELETE FROM belay_idempotency_keys WHERE tenant = ? AND scope = ? AND key = ?').run(task.tenant, idem.scope, idem.key);
@@ -191,7 +195,7 @@ export class SqliteStore implements Store {
         ? this.prepare('SELECT * FROM belay_tasks WHERE id = ?').get(id)
         : this.prepare('SELECT * FROM belay_tasks WHERE id = ? AND tenant = ?').get(id, tenant)
     ) as TaskRow | undefined;
-    return row ? taskFromRow(row) : null;
+    return row ? this.taskOf(row) : null;
   }
 
   /** WHERE clauses and parameters for the filters shared by listing and counting. */
@@ -245,13 +249,23 @@ export class SqliteStore implements Store {
     }
     const order = byUpdated ? 'updated_at DESC, id DESC' : 'created_at DESC, id DESC';
     const rows = this.prepare(`SELECT * FROM belay_tasks WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT @limit`).all(params) as TaskRow[];
-    return rows.map(taskFromRow);
+    return rows.map((r) => this.taskOf(r));
   }
 
   async countTasks(q: TaskCountQuery): Promise<number> {
     const { where, params } = this.taskFilters(q);
     const r = this.prepare(`SELECT COUNT(*) AS n FROM belay_tasks WHERE ${where.join(' AND ')}`).get(params) as { n: number };
     return Number(r.n);
+  }
+
+  /** A task from its row, with the question a paused task keeps only in its event put back (see `pendingForStorage`). */
+  private taskOf(row: TaskRow): Task {
+    const task = taskFromRow(row);
+    if (!pendingInEvent(task)) return task;
+    const e = this.prepare(`SELECT body FROM belay_task_events WHERE task_id = ? AND kind = 'input_required' ORDER BY seq DESC LIMIT 1`).get(task.id) as
+      | { body: string }
+      | undefined;
+    return pendingFromEvent(task, e ? json<Record<string, Json>>(e.body) : undefined);
   }
 
   /**
@@ -371,7 +385,7 @@ export class SqliteStore implements Store {
           step: c.step,
           checkpoint: JSON.stringify(c.checkpoint),
           progress: JSON.stringify(c.progress),
-          pending_input: sqlJson(c.pendingInput),
+          pending_input: pendingForStorage(c.pendingInput, c.event),
           result: JSON.stringify(c.result),
           artifacts: c.artifacts === undefined ? null : JSON.stringify(c.artifacts),
           error: sqlJson(c.error),
@@ -440,7 +454,7 @@ export class SqliteStore implements Store {
           : this.prepare('SELECT * FROM belay_tasks WHERE id = ? AND tenant = ?').get(id, tenant)
       ) as TaskRow | undefined;
       if (!row) throw new BelayError('NOT_FOUND', 'No such task');
-      const task = taskFromRow(row);
+      const task = this.taskOf(row);
       const patch = decide(task);
       if (!patch) return task;
       const sets: string[] = [];
@@ -459,7 +473,7 @@ export class SqliteStore implements Store {
         this.insertEvent(id, task.nextSeq, patch.event.kind, patch.event.body, now);
         emitted = { type: 'event', taskId: id, seq: task.nextSeq, kind: patch.event.kind };
       }
-      return taskFromRow(updated);
+      return this.taskOf(updated);
     });
     const task = tx.immediate();
     if (emitted) this.emit(emitted);
@@ -478,7 +492,7 @@ export class SqliteStore implements Store {
          ORDER BY created_at LIMIT @limit`,
       )
       .all({ cutoff: now - graceMs, limit }) as TaskRow[];
-    return rows.map(taskFromRow);
+    return rows.map((r) => this.taskOf(r));
   }
 
   async expireTasks(now: number, limit: number): Promise<number> {
