@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BelayError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
-import type { Json, Task } from '../../src/core/task.js';
+import type { Json, PendingInput, Task } from '../../src/core/task.js';
 import { decideAnswer, decideCancel, decideDeadline } from '../../src/core/transitions.js';
 import type { Lease, NewTask, Store, StoreNotification, TaskCommit } from '../../src/store/port.js';
 import type { NewDelivery } from '../../src/core/delivery.js';
@@ -60,6 +60,19 @@ export function progressCommit(lease: Lease, task: Pick<Task, 'step'>, now: numb
     event: { kind: 'progress', body: { state: 'working', step: task.step + 1 } },
     ...extra,
   };
+}
+
+/** A pause at step 0 that releases the lease until the question's deadline. */
+export function pauseCommit(lease: Lease, task: Pick<Task, 'step'>, now: number, pending: PendingInput, body: Record<string, Json> = { state: 'input_required' }): TaskCommit {
+  return progressCommit(lease, task, now, {
+    kind: 'pause',
+    state: 'input_required',
+    step: 0,
+    pendingInput: pending,
+    leaseUntil: null,
+    wakeAt: pending.deadlineAt,
+    event: { kind: 'input_required', body },
+  });
 }
 
 export function defineStoreContract(factory: StoreFactory): void {
@@ -297,20 +310,7 @@ export function defineStoreContract(factory: StoreFactory): void {
         askedAt: T0,
       };
       const body = { state: 'input_required', key: pending.key, question: pending.question, schema: pending.schema, context: pending.context };
-      expect(
-        (
-          await store.commit({
-            ...progressCommit(lease, t, T0 + 1),
-            kind: 'pause',
-            state: 'input_required',
-            step: 0,
-            pendingInput: pending,
-            leaseUntil: null,
-            wakeAt: pending.deadlineAt,
-            event: { kind: 'input_required', body },
-          })
-        ).ok,
-      ).toBe(true);
+      expect((await store.commit(pauseCommit(lease, t, T0 + 1, pending, body))).ok).toBe(true);
       // Stored once: the row keeps the key and the deadline, the event the question, schema and context.
       const raw = JSON.parse((await factory.rawPendingInput(task.id))!) as Record<string, unknown>;
       expect(raw).toMatchObject({ key: 'approval', deadlineAt: T0 + 60_000, inEvent: true });
@@ -342,16 +342,7 @@ export function defineStoreContract(factory: StoreFactory): void {
       const { task } = await store.createTask(newTask());
       const { task: t, lease } = await claimOne();
       const pending = { key: 'approve', question: 'OK?', schema: { type: 'boolean' }, deadlineAt: T0 + 60_000, onDeadline: 'fail' as const, askedAt: T0 };
-      await store.commit({
-        ...progressCommit(lease, t, T0 + 1),
-        kind: 'pause',
-        state: 'input_required',
-        step: 0,
-        pendingInput: pending,
-        leaseUntil: null,
-        wakeAt: pending.deadlineAt,
-        event: { kind: 'input_required', body: { state: 'input_required', key: 'approve', question: 'Something else?' } },
-      });
+      await store.commit(pauseCommit(lease, t, T0 + 1, pending, { state: 'input_required', key: 'approve', question: 'Something else?' }));
       expect(JSON.parse((await factory.rawPendingInput(task.id))!)).toEqual(pending);
       expect((await store.getTask(task.id))!.pendingInput).toEqual(pending);
     });
@@ -360,16 +351,7 @@ export function defineStoreContract(factory: StoreFactory): void {
       const { task } = await store.createTask(newTask());
       const { task: t, lease } = await claimOne();
       const pending = { key: 'approve', question: 'OK?', schema: { type: 'boolean' }, deadlineAt: T0 + 60_000, onDeadline: 'fail' as const, askedAt: T0 };
-      await store.commit({
-        ...progressCommit(lease, t, T0 + 1),
-        kind: 'pause',
-        state: 'input_required',
-        step: 0,
-        pendingInput: pending,
-        leaseUntil: null,
-        wakeAt: pending.deadlineAt,
-        event: { kind: 'input_required', body: { state: 'input_required' } },
-      });
+      await store.commit(pauseCommit(lease, t, T0 + 1, pending));
       const paused = (await store.getTask(task.id))!;
       const answer = (version: number, now: number, value: Json = true) => store.transition(task.id, 'acme', now, (cur) => decideAnswer(cur, { expectedVersion: version, answer: value, now }));
       await expect(answer(paused.version - 1, T0 + 2)).rejects.toMatchObject({ code: 'STALE_VERSION' });
@@ -385,16 +367,7 @@ export function defineStoreContract(factory: StoreFactory): void {
     test('an unanswered question expires at its deadline', async () => {
       const { task } = await store.createTask(newTask());
       const { task: t, lease } = await claimOne();
-      await store.commit({
-        ...progressCommit(lease, t, T0 + 1),
-        kind: 'pause',
-        state: 'input_required',
-        step: 0,
-        pendingInput: { key: 'q', question: '?', schema: {}, deadlineAt: T0 + 5000, onDeadline: 'cancel', askedAt: T0 },
-        leaseUntil: null,
-        wakeAt: T0 + 5000,
-        event: { kind: 'input_required', body: { state: 'input_required' } },
-      });
+      await store.commit(pauseCommit(lease, t, T0 + 1, { key: 'q', question: '?', schema: {}, deadlineAt: T0 + 5000, onDeadline: 'cancel', askedAt: T0 }));
       expect(await store.listDueDeadlines(T0 + 4999, 10)).toEqual([]);
       expect(await store.listDueDeadlines(T0 + 5000, 10)).toEqual([{ id: task.id, tenant: 'acme' }]);
       const expired = await store.transition(task.id, undefined, T0 + 5000, (cur) => decideDeadline(cur, T0 + 5000));
