@@ -38,6 +38,7 @@ import type {
 import type { StreamPlan } from './task-stream.js';
 import { historyFrom, stateFromWire, toWireTask } from './task-view.js';
 import type { WireListTasksResponse, WireMessage, WirePushConfig, WireTask } from './wire-types.js';
+import { followTask } from '../../service/task-follower.js';
 
 export interface A2aOperationsOptions {
   service: TaskService;
@@ -183,30 +184,9 @@ export class A2aOperations {
   private async waitSettled(ctx: CallContext, task: Task, timeoutMs: number): Promise<Task> {
     const settled = (t: Task) => isTerminal(t.state) || isWaiting(t.state);
     if (settled(task)) return task;
-    const deadline = Date.now() + timeoutMs;
-    let wake: (() => void) | null = null;
-    const unwatch = this.service.watch(task.id, () => wake?.());
-    const onAbort = () => wake?.();
-    ctx.signal.addEventListener('abort', onAbort);
-    try {
-      let current = task;
-      for (;;) {
-        current = await this.service.getTask(ctx.who, task.id);
-        const left = deadline - Date.now();
-        if (settled(current) || left <= 0 || ctx.signal.aborted) return current;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(left, 1000));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = null;
-      }
-    } finally {
-      unwatch();
-      ctx.signal.removeEventListener('abort', onAbort);
-    }
+    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
+    // Timed out or the caller went away: the task as it is now.
+    return (await followTask(this.service, ctx.who, task.id, settled, { signal, pollMs: 1000 })) ?? this.service.getTask(ctx.who, task.id);
   }
 
   // ---- reads -----------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import type { InputKicks } from './elicitation-answers.js';
 import type { McpContext } from './mcp-context.js';
 import { RPC, RpcError, toRpcError } from './mcp-errors.js';
 import { sendElicitation, type McpSession } from './mcp-session.js';
-import { followTask } from './task-follower.js';
+import { followTask } from '../../service/task-follower.js';
 import { legacyTask, statusMessage, statusOf, taskResultPayload, toolResult } from './task-view.js';
 import { toolFor, toolList } from './tool-catalog.js';
 

@@ -27,7 +27,7 @@ import { PrincipalTaskStore } from './durable-task-store.js';
 import type { McpContext } from './mcp-context.js';
 import { RPC, rpcErrorFor, type JsonRpcErrorObject } from './mcp-errors.js';
 import { answerFromContent, elicitationFor, inputKey, parseInputKey } from './input-request.js';
-import { followTask } from './task-follower.js';
+import { followTask } from '../../service/task-follower.js';
 import { createTaskResultV2, detailedTask, statusOf, toolResult } from './task-view.js';
 import { toolFor, toolList } from './tool-catalog.js';
 

@@ -1,12 +1,12 @@
 /**
- * @module protocols/mcp/task-follower
+ * @module service/task-follower
  * Follows one task from any gateway: re-reads the row whenever the store hints at a change (`TaskService.watch`:
  * NOTIFY on PostgreSQL, polling on SQLite, another process's commits included) and at least every `pollMs`, so a
- * lost hint delays an update by one interval and never loses it. Used by the held `tools/call`, `tasks/result` and
- * session status notifications.
+ * lost hint delays an update by one interval and never loses it. Used by MCP's held `tools/call`, `tasks/result` and
+ * session status notifications, and by A2A's blocking `SendMessage`.
  */
-import type { Task } from '../../core/task.js';
-import type { Principal, TaskService } from '../../service/task-service.js';
+import type { Task } from '../core/task.js';
+import type { Principal, TaskService } from './task-service.js';
 
 export interface FollowOptions {
   signal?: AbortSignal;
