@@ -73,23 +73,11 @@ export interface Delivery {
   deliveredAt: number | null;
 }
 
-export interface NewDelivery {
-  id: string;
-  eventId: string;
-  tenant: string;
-  taskId: string;
-  seq: number;
-  eventType: string;
-  targetKind: DeliveryTargetKind;
-  targetId: string;
-  targetKey: string;
-  url: string;
-  payload: string;
+export type NewDelivery = Pick<Delivery, 'id' | 'eventId' | 'tenant' | 'taskId' | 'seq' | 'eventType' | 'targetKind' | 'targetId' | 'targetKey' | 'url' | 'payload' | 'deadReason'> & {
   /** Usually `pending`; `dead` when the target is disabled (kept so a redrive after re-enabling loses nothing). */
   status: 'pending' | 'dead';
-  deadReason: string | null;
   now: number;
-}
+};
 
 /** What one attempt ended in; `finishDelivery` records it. */
 export type DeliveryOutcome =

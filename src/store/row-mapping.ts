@@ -5,6 +5,7 @@
  * parsed twice.
  */
 import { BelayError, type TaskError } from '../core/errors.js';
+import type { NewDelivery } from '../core/delivery.js';
 import type { Artifact, Json, PendingInput, Progress, PushConfig, SideEffectRecord, Task, TaskEvent, TaskEventKind, Tombstone } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 
@@ -222,5 +223,27 @@ export function pushConfigFromRow(r: PushConfigRow): PushConfig {
     authentication: r.auth_scheme === null ? null : { scheme: r.auth_scheme, credentials: r.auth_credentials },
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
+  };
+}
+
+/** A new delivery as the columns `enqueueDeliveries` inserts (both dialects): pending ones are due now, dead ones dead now. */
+export function newDeliveryRow(d: NewDelivery) {
+  return {
+    id: d.id,
+    event_id: d.eventId,
+    tenant: d.tenant,
+    task_id: d.taskId,
+    seq: d.seq,
+    event_type: d.eventType,
+    target_kind: d.targetKind,
+    target_id: d.targetId,
+    target_key: d.targetKey,
+    url: d.url,
+    payload: d.payload,
+    status: d.status,
+    next_attempt_at: d.status === 'pending' ? d.now : null,
+    dead_reason: d.deadReason,
+    dead_at: d.status === 'dead' ? d.now : null,
+    now: d.now,
   };
 }

@@ -54,6 +54,7 @@ import {
   effectFromRow,
   eventFromRow,
   json,
+  newDeliveryRow,
   pendingForStorage,
   pendingFromEvent,
   pendingInEvent,
@@ -946,28 +947,14 @@ export class PostgresStore implements Store {
           `INSERT INTO ${this.s}.deliveries (id, event_id, tenant, task_id, seq, event_type, target_kind, target_id, target_key, url, payload,
              status, attempts, next_attempt_at, fence, dead_reason, dead_at, created_at)
            SELECT d.id, d.event_id, d.tenant, d.task_id, d.seq, d.event_type, d.target_kind, d.target_id, d.target_key, d.url, d.payload,
-             d.status, 0, CASE WHEN d.status = 'pending' THEN d.now END, 0, d.dead_reason, CASE WHEN d.status = 'dead' THEN d.now END, d.now
+             d.status, 0, d.next_attempt_at, 0, d.dead_reason, d.dead_at, d.now
              FROM jsonb_to_recordset($1::jsonb) AS d(id text, event_id text, tenant text, task_id text, seq bigint, event_type text,
-               target_kind text, target_id text, target_key text, url text, payload text, status text, dead_reason text, now bigint)
+               target_kind text, target_id text, target_key text, url text, payload text, status text, next_attempt_at bigint,
+               dead_reason text, dead_at bigint, now bigint)
            ON CONFLICT (target_key, task_id, seq) DO NOTHING`,
           [
             JSON.stringify(
-              deliveries.map((d) => ({
-                id: d.id,
-                event_id: d.eventId,
-                tenant: d.tenant,
-                task_id: d.taskId,
-                seq: d.seq,
-                event_type: d.eventType,
-                target_kind: d.targetKind,
-                target_id: d.targetId,
-                target_key: d.targetKey,
-                url: d.url,
-                payload: d.payload,
-                status: d.status,
-                dead_reason: d.deadReason,
-                now: d.now,
-              })),
+              deliveries.map(newDeliveryRow),
             ),
           ],
         );

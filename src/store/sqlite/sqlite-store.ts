@@ -39,6 +39,7 @@ import {
   effectFromRow,
   eventFromRow,
   json,
+  newDeliveryRow,
   pendingForStorage,
   pendingFromEvent,
   pendingInEvent,
@@ -620,26 +621,7 @@ export class SqliteStore implements Store {
            @status, 0, @next_attempt_at, 0, @dead_reason, @dead_at, @now)
          ON CONFLICT (target_key, task_id, seq) DO NOTHING`,
       );
-      for (const d of deliveries) {
-        insert.run({
-          id: d.id,
-          event_id: d.eventId,
-          tenant: d.tenant,
-          task_id: d.taskId,
-          seq: d.seq,
-          event_type: d.eventType,
-          target_kind: d.targetKind,
-          target_id: d.targetId,
-          target_key: d.targetKey,
-          url: d.url,
-          payload: d.payload,
-          status: d.status,
-          next_attempt_at: d.status === 'pending' ? d.now : null,
-          dead_reason: d.deadReason,
-          dead_at: d.status === 'dead' ? d.now : null,
-          now: d.now,
-        });
-      }
+      for (const d of deliveries) insert.run(newDeliveryRow(d));
       return true;
     });
     return tx.immediate();
